@@ -1,0 +1,89 @@
+#include "base/fatal.h"
+
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/env/parse.h"
+#include "base/job_rank.h"
+
+namespace gex {
+namespace {
+
+void DefaultBacktrace(int fd) {
+  void* frames[64];
+  const int depth = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, depth, fd);
+}
+
+std::atomic<BacktraceHook> g_backtrace_hook{&DefaultBacktrace};
+std::atomic<FatalExitHook> g_fatal_exit_hook{nullptr};
+
+std::string Prefixed(std::string_view kind, std::string_view message) {
+  const int rank = JobRank();
+  return absl::StrFormat(
+      "*** %s (proc %s): %s", kind,
+      rank == kUnknownRank ? std::string("?") : absl::StrCat(rank), message);
+}
+
+// One write(2) per line keeps lines whole when many ranks share stderr.
+void WriteLine(std::string line) {
+  line.push_back('\n');
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n =
+        write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::string FatalErrorText(std::string_view message) {
+  return Prefixed("FATAL ERROR", message);
+}
+
+std::string WarningText(std::string_view message) {
+  return Prefixed("WARNING", message);
+}
+
+bool BacktraceEnabled() {
+  // Read directly rather than through env settings: this runs on the fatal
+  // path, possibly before settings can be used, and must not recurse into
+  // FatalError on a malformed value (which counts as "no").
+  static const bool enabled = [] {
+    const char* value = std::getenv("GASNET_BACKTRACE");
+    if (value == nullptr) return false;
+    absl::StatusOr<bool> parsed = env::ParseBool(value);
+    return parsed.ok() && *parsed;
+  }();
+  return enabled;
+}
+
+void FatalError(std::string_view message) {
+  WriteLine(FatalErrorText(message));
+  if (BacktraceEnabled()) {
+    WriteLine(Prefixed("BACKTRACE", "stack of the failing thread:"));
+    g_backtrace_hook.load()(STDERR_FILENO);
+  }
+  if (FatalExitHook hook = g_fatal_exit_hook.load()) hook();
+  std::abort();
+}
+
+void Warning(std::string_view message) { WriteLine(WarningText(message)); }
+
+void SetBacktraceHook(BacktraceHook hook) {
+  g_backtrace_hook.store(hook != nullptr ? hook : &DefaultBacktrace);
+}
+
+void SetFatalExitHook(FatalExitHook hook) { g_fatal_exit_hook.store(hook); }
+
+}  // namespace gex
