@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -11,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "base/env/topology.h"
 #include "base/fatal.h"
 #include "base/job_rank.h"
@@ -33,15 +33,17 @@ void WriteToStderr(std::string_view line) {
   [[maybe_unused]] ssize_t n = write(STDERR_FILENO, text.data(), text.size());
 }
 
+// std::mutex, not absl::Mutex: Debian's abseil is not built for TSan, and
+// settings may be read from several threads of a PAR-mode client.
 struct State {
-  absl::Mutex mu;
-  absl::flat_hash_set<std::string> reported ABSL_GUARDED_BY(mu);
-  absl::flat_hash_set<std::string> warned ABSL_GUARDED_BY(mu);
+  std::mutex mu;
+  absl::flat_hash_set<std::string> reported;
+  absl::flat_hash_set<std::string> warned;
   // Report lines made before the job rank was known.
-  std::vector<std::string> pending ABSL_GUARDED_BY(mu);
-  bool listening ABSL_GUARDED_BY(mu) = false;
-  std::optional<bool> verbose ABSL_GUARDED_BY(mu);
-  std::optional<bool> quiet ABSL_GUARDED_BY(mu);
+  std::vector<std::string> pending;
+  bool listening = false;
+  std::optional<bool> verbose;
+  std::optional<bool> quiet;
   internal::ReportSink sink = &WriteToStderr;
 };
 
@@ -56,7 +58,7 @@ void OnJobRankKnown(int rank) {
   State& state = GetState();
   std::vector<std::string> lines;
   {
-    absl::MutexLock lock(&state.mu);
+    std::lock_guard<std::mutex> lock(state.mu);
     lines.swap(state.pending);
   }
   if (rank != 0) return;
@@ -75,7 +77,7 @@ void Report(std::string_view name, std::string_view shown, bool is_default,
   }
   const int rank = JobRank();
   {
-    absl::MutexLock lock(&state.mu);
+    std::lock_guard<std::mutex> lock(state.mu);
     if (!state.reported.insert(std::string(name)).second) return;
     if (rank == kUnknownRank) {
       state.pending.push_back(std::move(line));
@@ -287,11 +289,11 @@ std::string TopologyVariant(std::string_view family) {
 bool VerboseEnv() {
   State& state = GetState();
   {
-    absl::MutexLock lock(&state.mu);
+    std::lock_guard<std::mutex> lock(state.mu);
     if (state.verbose.has_value()) return *state.verbose;
   }
   const bool verbose = ReadControlFlag("GASNET_VERBOSEENV");
-  absl::MutexLock lock(&state.mu);
+  std::lock_guard<std::mutex> lock(state.mu);
   state.verbose = verbose;
   return verbose;
 }
@@ -299,11 +301,11 @@ bool VerboseEnv() {
 bool Quiet() {
   State& state = GetState();
   {
-    absl::MutexLock lock(&state.mu);
+    std::lock_guard<std::mutex> lock(state.mu);
     if (state.quiet.has_value()) return *state.quiet;
   }
   const bool quiet = ReadControlFlag("GASNET_QUIET");
-  absl::MutexLock lock(&state.mu);
+  std::lock_guard<std::mutex> lock(state.mu);
   state.quiet = quiet;
   return quiet;
 }
@@ -313,7 +315,7 @@ void WarnIfSet(std::string_view name, std::string_view advice) {
   if (!raw.has_value() || raw->empty() || Quiet()) return;
   State& state = GetState();
   {
-    absl::MutexLock lock(&state.mu);
+    std::lock_guard<std::mutex> lock(state.mu);
     if (!state.warned.insert(std::string(name)).second) return;
   }
   WarningF(
@@ -334,7 +336,7 @@ void SetReportSinkForTest(ReportSink sink) {
 
 void ResetForTest() {
   State& state = GetState();
-  absl::MutexLock lock(&state.mu);
+  std::lock_guard<std::mutex> lock(state.mu);
   state.reported.clear();
   state.warned.clear();
   state.pending.clear();

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls exactly this):
+#   1. every Bazel test (unit, multi-process, dependency smoke tests);
+#   2. the base layer's tests again under AddressSanitizer and UBSan;
+#   3. the layering check (no upward dependency edge; the seven dependency
+#      targets exist);
+#   4. a scratch workspace that consumes gex through gex_dependencies().
+# Ends with one line: "N passed, N failed" (Bazel tests count one each,
+# the two checks count one each).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh || exit 1
+
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Counts Bazel's per-test summary lines ("//pkg:test  PASSED in 0.1s").
+run_bazel_tests() {
+  echo "== bazel test $* =="
+  bazel test "$@" 2>&1 | tee "$log"
+  local p f
+  p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+  f=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' "$log")
+  # A build failure may print no per-test lines at all.
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+}
+
+run_check() {
+  local name=$1
+  shift
+  echo "== $name =="
+  if "$@"; then
+    echo "$name: PASSED"
+    passed=$((passed + 1))
+  else
+    echo "$name: FAILED"
+    failed=$((failed + 1))
+  fi
+}
+
+run_bazel_tests //...
+run_bazel_tests --config=asan //base/...
+run_bazel_tests --config=ubsan //base/...
+run_check "layering check" bash tools/check_layers.sh
+run_check "consumer workspace" bash tests/consumer/check_consumer.sh
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
