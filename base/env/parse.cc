@@ -219,12 +219,16 @@ absl::StatusOr<uint64_t> ParseSize(std::string_view text,
   std::string_view number;
   std::string suffix;
   SplitNumberAndSuffix(trimmed, &number, &suffix);
+  if (number.empty()) {
+    return Invalid(
+        absl::StrFormat("'%s' does not start with a number", trimmed),
+        kSizeForms);
+  }
   const uint64_t multiplier = SuffixMultiplier(suffix, default_unit);
   if (multiplier == 0) {
     return Invalid(absl::StrFormat("unknown unit suffix '%s'", suffix),
                    kSizeForms);
   }
-  if (number.empty()) return Invalid("the number is missing", kSizeForms);
 
   uint64_t whole = 0;
   if (IsHexPrefixed(number) ? ParseUnsigned(number.substr(2), 16, &whole)

@@ -132,6 +132,8 @@ TEST(ParseSizeTest, RejectsMalformed) {
               HasSubstr("negative"));
   EXPECT_THAT(Message(ParseSize("4X", SizeUnit::kBytes).status()),
               HasSubstr("unknown unit suffix 'x'"));
+  EXPECT_THAT(Message(ParseSize("lots", SizeUnit::kBytes).status()),
+              HasSubstr("'lots' does not start with a number"));
 }
 
 TEST(ParseSizeTest, OverflowIsAnError) {
