@@ -192,47 +192,45 @@ TEST(AtomicTest, ReleaseSetThenAcquireReadPublishesData) {
   }
 }
 
-// A spin lock built from CAS (acquire on success) and a release Set guards
-// a plain counter.
-TEST(AtomicTest, CasSpinLockProtectsPlainData) {
-  constexpr int kThreads = 4;
-  constexpr int kPerThread = 20'000;
-  Atomic32 lock;
+// Runs `threads` threads that each take `lock`, bump a plain counter and
+// release it `per_thread` times; the counter is exact only if the lock's
+// flags order the plain accesses.
+template <typename Lock, typename Unlock>
+int64_t CountUnderLock(int threads, int per_thread, Lock lock, Unlock unlock) {
   int64_t plain_counter = 0;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&] {
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] {
       PoliteSpinWait wait(kPolite);
-      for (int j = 0; j < kPerThread; ++j) {
-        while (!lock.CompareAndSwap(0, 1, kAtomicAcqIfTrue)) wait.Pause();
+      for (int j = 0; j < per_thread; ++j) {
+        while (!lock()) wait.Pause();
         ++plain_counter;
-        lock.Set(0, kAtomicRel);
+        unlock();
       }
     });
   }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(plain_counter, int64_t{kThreads} * kPerThread);
+  for (std::thread& worker : workers) worker.join();
+  return plain_counter;
+}
+
+// A spin lock built from CAS (acquire on success) and a release Set guards
+// a plain counter.
+TEST(AtomicTest, CasSpinLockProtectsPlainData) {
+  Atomic32 word;
+  EXPECT_EQ(CountUnderLock(
+                4, 20'000,
+                [&] { return word.CompareAndSwap(0, 1, kAtomicAcqIfTrue); },
+                [&] { word.Set(0, kAtomicRel); }),
+            int64_t{4} * 20'000);
 }
 
 // The same with the fence-only spellings and MB flags.
 TEST(AtomicTest, FullFenceFlagsSynchroniseToo) {
-  constexpr int kThreads = 3;
-  constexpr int kPerThread = 10'000;
-  Atomic64 lock;
-  int64_t plain_counter = 0;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&] {
-      PoliteSpinWait wait(kPolite);
-      for (int j = 0; j < kPerThread; ++j) {
-        while (lock.Swap(1, kAtomicMbPost) != 0) wait.Pause();
-        ++plain_counter;
-        lock.Set(0, kAtomicMbPre);
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(plain_counter, int64_t{kThreads} * kPerThread);
+  Atomic64 word;
+  EXPECT_EQ(CountUnderLock(
+                3, 10'000, [&] { return word.Swap(1, kAtomicMbPost) == 0; },
+                [&] { word.Set(0, kAtomicMbPre); }),
+            int64_t{3} * 10'000);
 }
 
 TEST(AtomicRefTest, OperatesOnPlainStorage) {

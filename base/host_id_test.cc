@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -68,33 +69,49 @@ TEST(HostnameTest, MatchesUname) {
   EXPECT_FALSE(Hostname().empty());
 }
 
+// Runs `compute` in a fork()ed child and returns what it computed (sent
+// back through a pipe), or nullopt if the child did not report.
+template <typename Compute>
+std::optional<uint64_t> ComputeInChild(Compute compute) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return std::nullopt;
+  const pid_t child = fork();
+  if (child < 0) return std::nullopt;
+  if (child == 0) {
+    close(pipe_fds[0]);
+    const uint64_t value = compute();
+    const bool ok = write(pipe_fds[1], &value, sizeof(value)) == sizeof(value);
+    _exit(ok ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  uint64_t value = 0;
+  const bool got = read(pipe_fds[0], &value, sizeof(value)) == sizeof(value);
+  close(pipe_fds[0]);
+  int status = 0;
+  const bool exited = waitpid(child, &status, 0) == child &&
+                      WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!got || !exited) return std::nullopt;
+  return value;
+}
+
 // The longest name Linux allows (64 bytes) comes back whole. Needs a private
 // UTS namespace, so it runs in a child and is skipped where unshare(2) is
 // not permitted.
 TEST(HostnameTest, LongestNameIsNotTruncated) {
   const std::string long_name(64, 'h');
-  int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    char verdict = 's';  // skipped
-    if (unshare(CLONE_NEWUTS) == 0 &&
-        sethostname(long_name.data(), long_name.size()) == 0) {
-      verdict = Hostname() == long_name ? 'y' : 'n';
+  constexpr uint64_t kSkipped = 2;
+  std::optional<uint64_t> verdict = ComputeInChild([&]() -> uint64_t {
+    if (unshare(CLONE_NEWUTS) != 0 ||
+        sethostname(long_name.data(), long_name.size()) != 0) {
+      return kSkipped;
     }
-    (void)!write(pipe_fds[1], &verdict, 1);
-    _exit(0);
+    return Hostname() == long_name ? 1 : 0;
+  });
+  ASSERT_TRUE(verdict.has_value());
+  if (*verdict == kSkipped) {
+    GTEST_SKIP() << "cannot enter a new UTS namespace here";
   }
-  close(pipe_fds[1]);
-  char verdict = '?';
-  ASSERT_EQ(read(pipe_fds[0], &verdict, 1), 1);
-  close(pipe_fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  if (verdict == 's') GTEST_SKIP() << "cannot enter a new UTS namespace here";
-  EXPECT_EQ(verdict, 'y');
+  EXPECT_EQ(*verdict, 1u);
 }
 
 TEST(GethostidLooksUnsetTest, ZeroAndLoopbackDerivedValues) {
@@ -152,26 +169,9 @@ TEST(HostIdTest, StableAcrossCalls) {
 TEST(HostIdTest, SameInAForkedChild) {
   ScopedEnv env("GASNET_HOST_DETECT", nullptr);
   const uint64_t parent_id = HostId();
-  int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    const uint64_t child_id = HostId();
-    const bool ok =
-        write(pipe_fds[1], &child_id, sizeof(child_id)) == sizeof(child_id);
-    _exit(ok ? 0 : 1);
-  }
-  close(pipe_fds[1]);
-  uint64_t child_id = 0;
-  ASSERT_EQ(read(pipe_fds[0], &child_id, sizeof(child_id)),
-            static_cast<ssize_t>(sizeof(child_id)));
-  close(pipe_fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_EQ(child_id, parent_id);
+  std::optional<uint64_t> child_id = ComputeInChild([] { return HostId(); });
+  ASSERT_TRUE(child_id.has_value());
+  EXPECT_EQ(*child_id, parent_id);
 }
 
 TEST(HostIdTest, GethostidMode) {
