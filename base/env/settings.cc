@@ -135,6 +135,21 @@ bool ReadControlFlag(std::string_view name) {
   return *value;
 }
 
+// ReadControlFlag, read once and kept in `State::*slot` (ResetForTest
+// clears it). The read happens outside the lock: it may end in FatalError.
+bool CachedControlFlag(std::optional<bool> State::*slot,
+                       std::string_view name) {
+  State& state = GetState();
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    if ((state.*slot).has_value()) return *(state.*slot);
+  }
+  const bool value = ReadControlFlag(name);
+  std::lock_guard<std::mutex> lock(state.mu);
+  state.*slot = value;
+  return value;
+}
+
 std::string ShowBool(bool v) { return v ? "yes" : "no"; }
 std::string ShowInt(int64_t v) { return absl::StrCat(v); }
 std::string ShowDecimal(double v) { return absl::StrFormat("%g", v); }
@@ -287,28 +302,10 @@ std::string TopologyVariant(std::string_view family) {
 }
 
 bool VerboseEnv() {
-  State& state = GetState();
-  {
-    std::lock_guard<std::mutex> lock(state.mu);
-    if (state.verbose.has_value()) return *state.verbose;
-  }
-  const bool verbose = ReadControlFlag("GASNET_VERBOSEENV");
-  std::lock_guard<std::mutex> lock(state.mu);
-  state.verbose = verbose;
-  return verbose;
+  return CachedControlFlag(&State::verbose, "GASNET_VERBOSEENV");
 }
 
-bool Quiet() {
-  State& state = GetState();
-  {
-    std::lock_guard<std::mutex> lock(state.mu);
-    if (state.quiet.has_value()) return *state.quiet;
-  }
-  const bool quiet = ReadControlFlag("GASNET_QUIET");
-  std::lock_guard<std::mutex> lock(state.mu);
-  state.quiet = quiet;
-  return quiet;
-}
+bool Quiet() { return CachedControlFlag(&State::quiet, "GASNET_QUIET"); }
 
 void WarnIfSet(std::string_view name, std::string_view advice) {
   std::optional<std::string> raw = GetRaw(name);
