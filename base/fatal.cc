@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/env/parse.h"
 #include "base/job_rank.h"
+#include "base/stderr_line.h"
 
 namespace gex {
 namespace {
@@ -28,21 +29,6 @@ std::string Prefixed(std::string_view kind, std::string_view message) {
   return absl::StrFormat(
       "*** %s (proc %s): %s", kind,
       rank == kUnknownRank ? std::string("?") : absl::StrCat(rank), message);
-}
-
-// One write(2) per line keeps lines whole when many ranks share stderr.
-void WriteLine(std::string line) {
-  line.push_back('\n');
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n =
-        write(STDERR_FILENO, line.data() + done, line.size() - done);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-    done += static_cast<size_t>(n);
-  }
 }
 
 }  // namespace
@@ -69,16 +55,18 @@ bool BacktraceEnabled() {
 }
 
 void FatalError(std::string_view message) {
-  WriteLine(FatalErrorText(message));
+  WriteStderrLine(FatalErrorText(message));
   if (BacktraceEnabled()) {
-    WriteLine(Prefixed("BACKTRACE", "stack of the failing thread:"));
+    WriteStderrLine(Prefixed("BACKTRACE", "stack of the failing thread:"));
     g_backtrace_hook.load()(STDERR_FILENO);
   }
   if (FatalExitHook hook = g_fatal_exit_hook.load()) hook();
   std::abort();
 }
 
-void Warning(std::string_view message) { WriteLine(WarningText(message)); }
+void Warning(std::string_view message) {
+  WriteStderrLine(WarningText(message));
+}
 
 void SetBacktraceHook(BacktraceHook hook) {
   g_backtrace_hook.store(hook != nullptr ? hook : &DefaultBacktrace);
