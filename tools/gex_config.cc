@@ -19,7 +19,6 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "base/cpu.h"
 #include "base/env/parse.h"
 #include "base/env/settings.h"
@@ -89,12 +88,8 @@ int Main() {
       env::GetNodeList("GASNET_IBV_LIST_PORTS_NODES").ToString());
   const std::string ports_var = env::TopologyVariant("GASNET_IBV_PORTS");
   const std::vector<env::PortSpec> ports = env::GetPortFilter(ports_var);
-  std::string ports_text = ports.empty() ? "(no filter)" : "";
-  for (const env::PortSpec& spec : ports) {
-    absl::StrAppendFormat(
-        &ports_text, "%s%s%s%s", ports_text.empty() ? "" : " + ", spec.hca,
-        spec.ports.empty() ? "" : " ports ", absl::StrJoin(spec.ports, ","));
-  }
+  const std::string ports_text =
+      ports.empty() ? "(no filter)" : env::PortFilterToString(ports);
   Row("GASNET_IBV_PORTS",
       absl::StrFormat("%s   (read from %s)", ports_text, ports_var));
   Row("GASNET_BACKTRACE",

@@ -448,6 +448,15 @@ absl::StatusOr<std::vector<PortSpec>> ParsePortFilter(std::string_view text) {
   return specs;
 }
 
+std::string PortFilterToString(const std::vector<PortSpec>& specs) {
+  return absl::StrJoin(specs, "+", [](std::string* out, const PortSpec& spec) {
+    out->append(spec.hca);
+    if (!spec.ports.empty()) {
+      absl::StrAppend(out, ":", absl::StrJoin(spec.ports, ","));
+    }
+  });
+}
+
 absl::StatusOr<TopologyLevel> ParseTopologyLevel(std::string_view text) {
   const std::string word = ToLower(StripWhitespace(text));
   static constexpr std::pair<std::string_view, TopologyLevel> kNames[] = {

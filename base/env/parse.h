@@ -129,6 +129,9 @@ struct PortSpec {
 // list of port numbers (1-255), as in "mlx5_0+mlx5_1:1,2". Empty means no
 // filter (an empty vector). Duplicates are kept: the filter's user decides.
 absl::StatusOr<std::vector<PortSpec>> ParsePortFilter(std::string_view text);
+// The canonical text of a filter ("mlx5_0+mlx5_1:1,2"; empty for none),
+// which ParsePortFilter reads back as the same filter.
+std::string PortFilterToString(const std::vector<PortSpec>& specs);
 
 // The kind of hardware object a topology-aware family (NAME_TYPE) keys on.
 enum class TopologyLevel {

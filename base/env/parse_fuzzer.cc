@@ -15,7 +15,6 @@
 #include <string>
 #include <string_view>
 
-#include "absl/strings/str_join.h"
 #include "base/env/parse.h"
 
 namespace gex::env {
@@ -26,19 +25,6 @@ void Check(bool ok, const char* property, std::string_view input) {
   std::fprintf(stderr, "parse fuzzer: property violated: %s (input \"%.*s\")\n",
                property, static_cast<int>(input.size()), input.data());
   std::abort();
-}
-
-std::string Render(const std::vector<PortSpec>& specs) {
-  std::string out;
-  for (const PortSpec& spec : specs) {
-    if (!out.empty()) out += '+';
-    out += spec.hca;
-    for (size_t i = 0; i < spec.ports.size(); ++i) {
-      out += (i == 0 ? ':' : ',');
-      out += std::to_string(spec.ports[i]);
-    }
-  }
-  return out;
 }
 
 void FuzzOne(uint8_t selector, std::string_view text) {
@@ -95,7 +81,7 @@ void FuzzOne(uint8_t selector, std::string_view text) {
       absl::StatusOr<std::vector<PortSpec>> v = ParsePortFilter(text);
       if (v.ok()) {
         absl::StatusOr<std::vector<PortSpec>> again =
-            ParsePortFilter(Render(*v));
+            ParsePortFilter(PortFilterToString(*v));
         Check(again.ok() && *again == *v, "port filter round trip", text);
       }
       break;

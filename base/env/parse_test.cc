@@ -245,6 +245,13 @@ TEST(ParsePortFilterTest, HcasWithAndWithoutPorts) {
                               PortSpec{"hfi1.0-x", {255}}));
 }
 
+TEST(ParsePortFilterTest, CanonicalTextReadsBackTheSameFilter) {
+  const std::vector<PortSpec> filter = {{"mlx4_0", {1, 2}}, {"qib0", {}}};
+  EXPECT_EQ(PortFilterToString(filter), "mlx4_0:1,2+qib0");
+  EXPECT_EQ(*ParsePortFilter(PortFilterToString(filter)), filter);
+  EXPECT_EQ(PortFilterToString({}), "");
+}
+
 TEST(ParsePortFilterTest, EmptyMeansNoFilter) {
   EXPECT_TRUE(ParsePortFilter("")->empty());
   EXPECT_TRUE(ParsePortFilter("   ")->empty());

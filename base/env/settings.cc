@@ -1,7 +1,5 @@
 #include "base/env/settings.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <utility>
@@ -15,6 +13,7 @@
 #include "base/env/topology.h"
 #include "base/fatal.h"
 #include "base/job_rank.h"
+#include "base/stderr_line.h"
 #include "base/string_view.h"
 
 namespace gex::env {
@@ -27,12 +26,6 @@ constexpr std::pair<std::string_view, std::string_view> kUnsupported[] = {
     {"GASNET_PORT_NUM", "use GASNET_IBV_PORTS to select ports"},
 };
 
-void WriteToStderr(std::string_view line) {
-  const std::string text = absl::StrCat(ToAbsl(line), "\n");
-  // One write per line: whole lines even when ranks share stderr.
-  [[maybe_unused]] ssize_t n = write(STDERR_FILENO, text.data(), text.size());
-}
-
 // std::mutex, not absl::Mutex: Debian's abseil is not built for TSan, and
 // settings may be read from several threads of a PAR-mode client.
 struct State {
@@ -44,7 +37,7 @@ struct State {
   bool listening = false;
   std::optional<bool> verbose;
   std::optional<bool> quiet;
-  internal::ReportSink sink = &WriteToStderr;
+  internal::ReportSink sink = &WriteStderrLine;
 };
 
 State& GetState() {
@@ -162,12 +155,7 @@ std::string ShowMemory(const MemoryAmount& v) {
 }
 std::string ShowNodeList(const NodeList& v) { return v.ToString(); }
 std::string ShowPorts(const std::vector<PortSpec>& specs) {
-  if (specs.empty()) return "(no filter)";
-  return absl::StrJoin(specs, "+", [](std::string* out, const PortSpec& s) {
-    absl::StrAppend(out, s.hca);
-    if (!s.ports.empty())
-      absl::StrAppend(out, ":", absl::StrJoin(s.ports, ","));
-  });
+  return specs.empty() ? "(no filter)" : PortFilterToString(specs);
 }
 std::string ShowString(const std::string& v) { return v; }
 
@@ -328,7 +316,7 @@ void WarnUnsupportedVariables() {
 namespace internal {
 
 void SetReportSinkForTest(ReportSink sink) {
-  GetState().sink = sink != nullptr ? sink : &WriteToStderr;
+  GetState().sink = sink != nullptr ? sink : &WriteStderrLine;
 }
 
 void ResetForTest() {
