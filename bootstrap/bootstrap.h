@@ -1,0 +1,69 @@
+// The Bootstrap interface: what every conduit uses to talk to the rest of
+// the job before its own network is up (and at exit, after it is down).
+//
+// A Bootstrap knows this process's job rank and the job size, and offers a
+// few collectives over the launcher's control channel: barrier, allgather,
+// alltoall and broadcast. It is slow-path code (start-up and tear-down
+// only), so it is an abstract class; what matters is that it is correct
+// under any arrival order and that it never hangs: every wait is bounded by
+// GASNET_BOOTSTRAP_TIMEOUT, and a wait that runs out is a fatal error naming
+// the peer that did not answer.
+//
+// Implementations:
+//   - CreateBootstrap() (bootstrap/create.h) picks one from the environment:
+//     the launcher's control channel when started by gasnetrun_<conduit>,
+//     else a singleton (a job of one rank).
+//
+// Collectives are called by every rank, in the same order, with the same
+// sizes (the sizes are checked: a mismatch is a fatal error naming the
+// rank).
+#ifndef GEX_BOOTSTRAP_BOOTSTRAP_H_
+#define GEX_BOOTSTRAP_BOOTSTRAP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace gex {
+
+using Rank = uint32_t;
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+
+  // This process's rank in the job, 0 <= rank() < size().
+  virtual Rank rank() const = 0;
+  // The number of ranks in the job, at least 1.
+  virtual Rank size() const = 0;
+
+  // Returns once every rank has entered the barrier.
+  virtual void Barrier() = 0;
+
+  // Every rank contributes `len` bytes at `src`; on return `dst` holds
+  // size() * len bytes, rank r's contribution at dst + r * len. `src` may
+  // lie inside `dst`.
+  virtual void Allgather(const void* src, size_t len, void* dst) = 0;
+
+  // Every rank sends `len` bytes to every rank: `src` holds size() * len
+  // bytes, the block at src + r * len for rank r; on return `dst` holds
+  // size() * len bytes, the block from rank r at dst + r * len.
+  virtual void Alltoall(const void* src, size_t len, void* dst) = 0;
+
+  // Rank `root`'s `len` bytes at `src` are copied to `dst` on every rank
+  // (including root; `src` is ignored elsewhere and may be null there).
+  virtual void Broadcast(const void* src, size_t len, void* dst, Rank root) = 0;
+
+  // Ends the whole job now: every rank is killed and the launcher exits
+  // with `exit_code`. Never returns (this process exits with the code).
+  [[noreturn]] virtual void Abort(int exit_code, std::string_view reason) = 0;
+
+  // This process is leaving the job on purpose (its exit is not a crash):
+  // tells the launcher, then closes the control channel. Not collective.
+  // No collective may be called afterwards.
+  virtual void Fini() = 0;
+};
+
+}  // namespace gex
+
+#endif  // GEX_BOOTSTRAP_BOOTSTRAP_H_

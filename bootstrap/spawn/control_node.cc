@@ -1,0 +1,923 @@
+#include "bootstrap/spawn/control_node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "base/status.h"
+#include "base/stderr_line.h"
+#include "bootstrap/launcher_bootstrap.h"
+#include "bootstrap/wire.h"
+
+namespace gex::spawn {
+namespace {
+
+// After the job has been killed, how long stragglers (remote shells,
+// pipes held open by the ranks' own children) may take before this node
+// stops waiting for them.
+constexpr absl::Duration kKillGrace = absl::Seconds(5);
+// Output still arriving after every process has been reaped.
+constexpr absl::Duration kDrainGrace = absl::Seconds(2);
+
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+int PollTimeoutMs(absl::Time deadline, absl::Time now) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  const int64_t ms = absl::ToInt64Milliseconds(
+      absl::Ceil(deadline - now, absl::Milliseconds(1)));
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+}
+
+std::string Ranks(const std::vector<Rank>& ranks) {
+  if (ranks.empty()) return "no ranks";
+  if (ranks.size() == 1) return absl::StrFormat("rank %d", ranks[0]);
+  return absl::StrFormat("ranks %d-%d", ranks.front(), ranks.back());
+}
+
+}  // namespace
+
+struct ControlNode::Source {
+  int fd = -1;
+  bool is_stderr = false;
+};
+
+struct ControlNode::LocalRank {
+  Rank rank = 0;
+  pid_t pid = -1;
+  int control_fd = -1;
+  wire::FrameAssembler assembler;
+  bool reaped = false;
+};
+
+struct ControlNode::AgentChild {
+  AgentLaunch launch;
+  pid_t pid = -1;  // the remote shell
+  bool reaped = false;
+  int status = 0;
+  int conn_fd = -1;
+  bool connected = false;
+  bool closed = false;  // connection ended (or never will start)
+  bool lost = false;    // reported as lost: ignore what it says afterwards
+  wire::FrameAssembler assembler;
+};
+
+struct ControlNode::PendingConnection {
+  int fd = -1;
+  int agent = -1;  // the agent it turned out to be, once its hello is read
+  wire::FrameAssembler assembler;
+  absl::Time deadline;
+};
+
+ControlNode::ControlNode(ControlNodeOptions options)
+    : options_(std::move(options)),
+      stdout_(1),
+      stderr_(2),
+      rank_fini_(options_.job_size, false),
+      rank_exited_(options_.job_size, false) {}
+
+ControlNode::~ControlNode() {
+  for (auto& s : sources_) {
+    if (s->fd >= 0) close(s->fd);
+  }
+  for (auto& l : locals_) {
+    if (l->control_fd >= 0) close(l->control_fd);
+  }
+  for (auto& a : agents_) {
+    if (a->conn_fd >= 0) close(a->conn_fd);
+  }
+  for (auto& p : pending_) {
+    if (p->fd >= 0) close(p->fd);
+  }
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (signal_fd_ >= 0) close(signal_fd_);
+}
+
+void ControlNode::Say(const std::string& message) const {
+  WriteStderrLine(absl::StrFormat("%s: %s", options_.name, message));
+}
+
+void ControlNode::Verbose(const std::string& message) const {
+  if (options_.verbose) Say(message);
+}
+
+absl::Status ControlNode::Init() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  for (int sig : kForwardedSignals) sigaddset(&set, sig);
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) {
+    return ErrnoToStatus(errno, "sigprocmask");
+  }
+  signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) return ErrnoToStatus(errno, "signalfd");
+  // A closed stdout (gasnetrun ... | head) must not kill the launcher: it
+  // still has a job to end cleanly.
+  signal(SIGPIPE, SIG_IGN);
+  return absl::OkStatus();
+}
+
+absl::Status ControlNode::StartLocalRanks(
+    Rank first, Rank count, const std::vector<std::string>& argv) {
+  for (Rank r = first; r < first + count; ++r) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      return ErrnoToStatus(errno, "socketpair for a rank's control channel");
+    }
+    ChildSpec spec;
+    spec.argv = argv;
+    spec.env = options_.rank_env;
+    spec.env.push_back(absl::StrFormat("%s=%d", kBootstrapFdVar, sv[1]));
+    spec.env.push_back(absl::StrFormat("%s=%d", kBootstrapRankVar, r));
+    spec.env.push_back(
+        absl::StrFormat("%s=%d", kBootstrapSizeVar, options_.job_size));
+    if (!options_.job_id.empty()) {
+      spec.env.push_back(absl::StrFormat("GEX_JOB_ID=%s", options_.job_id));
+    }
+    spec.stdin_fd = (r == 0) ? 0 : -1;
+    spec.inherit_fd = sv[1];
+    spec.process_group = process_group_;
+    absl::StatusOr<Child> child = StartChild(spec);
+    close(sv[1]);
+    if (!child.ok()) {
+      close(sv[0]);
+      return child.status();
+    }
+    if (process_group_ == 0) process_group_ = child->pid;
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    auto local = std::make_unique<LocalRank>();
+    local->rank = r;
+    local->pid = child->pid;
+    local->control_fd = sv[0];
+    local_by_pid_[child->pid] = locals_.size();
+    locals_.push_back(std::move(local));
+    sources_.push_back(
+        std::make_unique<Source>(Source{child->stdout_fd, false}));
+    sources_.push_back(
+        std::make_unique<Source>(Source{child->stderr_fd, true}));
+    Verbose(absl::StrFormat("started rank %d (pid %d)", r, child->pid));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ControlNode::StartAgents(std::vector<AgentLaunch> agents,
+                                      int listen_fd, uint64_t token) {
+  listen_fd_ = listen_fd;
+  token_ = token;
+  for (AgentLaunch& launch : agents) {
+    ChildSpec spec;
+    spec.argv = launch.argv;
+    spec.stdin_fd = launch.gets_stdin ? 0 : -1;
+    spec.process_group = 0;
+    absl::StatusOr<Child> child = StartChild(spec);
+    if (!child.ok()) return child.status();
+    auto agent = std::make_unique<AgentChild>();
+    agent->launch = std::move(launch);
+    agent->pid = child->pid;
+    Verbose(absl::StrFormat("starting %s on host %s (pid %d)",
+                            Ranks(agent->launch.ranks), agent->launch.host,
+                            child->pid));
+    agent_by_pid_[child->pid] = agents_.size();
+    agents_.push_back(std::move(agent));
+    sources_.push_back(
+        std::make_unique<Source>(Source{child->stdout_fd, false}));
+    sources_.push_back(
+        std::make_unique<Source>(Source{child->stderr_fd, true}));
+  }
+  connect_deadline_ = absl::Now() + options_.bootstrap_timeout;
+  return absl::OkStatus();
+}
+
+void ControlNode::SendToChild(size_t child, const std::string& frame) {
+  const absl::Time deadline = absl::Now() + options_.bootstrap_timeout;
+  if (child < locals_.size()) {
+    LocalRank& l = *locals_[child];
+    // A rank that has gone cannot read; its exit is handled elsewhere.
+    if (l.control_fd >= 0)
+      (void)wire::WriteFrame(l.control_fd, frame, deadline);
+    return;
+  }
+  AgentChild& a = *agents_[child - locals_.size()];
+  if (a.conn_fd >= 0) (void)wire::WriteFrame(a.conn_fd, frame, deadline);
+}
+
+void ControlNode::SendToParent(const std::string& frame) {
+  if (options_.parent_fd < 0 || parent_gone_) return;
+  absl::Status s = wire::WriteFrame(options_.parent_fd, frame,
+                                    absl::Now() + options_.bootstrap_timeout);
+  if (!s.ok()) {
+    parent_gone_ = true;
+    Say(
+        absl::StrFormat("lost the parent launcher (%s); ending this host's "
+                        "ranks",
+                        s.message()));
+    KillAll(SIGKILL);
+  }
+}
+
+void ControlNode::SetJobCode(int code) {
+  if (job_code_ == 0 && code != 0) job_code_ = code;
+}
+
+void ControlNode::NoteFirstExit(absl::Time now) {
+  if (!exit_deadline_.has_value()) {
+    exit_deadline_ = now + options_.exit_timeout;
+  }
+}
+
+void ControlNode::KillAll(int sig) {
+  if (killed_with_ == SIGKILL) return;
+  killed_with_ = sig;
+  bool any_local = false;
+  for (auto& l : locals_) {
+    if (!l->reaped) {
+      kill(l->pid, sig);
+      any_local = true;
+    }
+  }
+  // The group also holds whatever the ranks started themselves.
+  if (any_local && process_group_ > 0) kill(-process_group_, sig);
+  const std::string frame = wire::Encode(wire::Kill{sig});
+  for (auto& a : agents_) {
+    if (a->conn_fd >= 0) {
+      (void)wire::WriteFrame(a->conn_fd, frame, absl::Now() + absl::Seconds(1));
+    } else if (!a->reaped) {
+      kill(a->pid, sig);
+    }
+  }
+  if (sig == SIGKILL) kill_deadline_ = absl::Now() + kKillGrace;
+}
+
+void ControlNode::HandleFini(Rank rank) {
+  if (!options_.is_root) {
+    SendToParent(wire::Encode(wire::Fini{rank}));
+    return;
+  }
+  if (rank >= options_.job_size) return;
+  rank_fini_[rank] = true;
+  relay_->OnRankGone(rank, "left the job (Bootstrap::Fini)");
+}
+
+void ControlNode::HandleAbort(const wire::Abort& abort) {
+  if (!options_.is_root) {
+    SendToParent(wire::Encode(abort));
+    return;
+  }
+  if (!job_failing_ || options_.verbose) {
+    Say(absl::StrFormat("rank %d ended the job with exit code %d: %s",
+                        abort.rank, abort.exit_code, abort.reason));
+  }
+  SetJobCode(abort.exit_code != 0 ? abort.exit_code : 1);
+  job_failing_ = true;
+  KillAll(SIGKILL);
+}
+
+void ControlNode::HandleRankExit(Rank rank, int wait_status) {
+  if (rank >= options_.job_size || rank_exited_[rank]) return;
+  rank_exited_[rank] = true;
+  if (!options_.is_root) {
+    SendToParent(wire::Encode(wire::RankExited{rank, wait_status}));
+    return;
+  }
+  NoteFirstExit(absl::Now());
+  const bool killed_by_us = killed_with_ != 0 && WIFSIGNALED(wait_status);
+  const bool clean = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  if (killed_by_us) {
+    Verbose(
+        absl::StrFormat("rank %d %s", rank, DescribeWaitStatus(wait_status)));
+  } else {
+    if (WIFSIGNALED(wait_status)) {
+      Say(absl::StrFormat("rank %d %s", rank, DescribeWaitStatus(wait_status)));
+    } else {
+      Verbose(
+          absl::StrFormat("rank %d %s", rank, DescribeWaitStatus(wait_status)));
+    }
+    SetJobCode(ExitCodeOf(wait_status));
+    if (!clean) job_failing_ = true;
+  }
+  relay_->OnRankGone(rank, rank_fini_[rank] ? "left the job (Bootstrap::Fini)"
+                                            : DescribeWaitStatus(wait_status));
+}
+
+void ControlNode::HandleAgentError(int exit_code, const std::string& message) {
+  if (!options_.is_root) {
+    SendToParent(wire::Encode(wire::AgentError{exit_code, message}));
+    return;
+  }
+  Say(message);
+  SetJobCode(exit_code != 0 ? exit_code : 1);
+  job_failing_ = true;
+  KillAll(SIGKILL);
+}
+
+void ControlNode::AgentLost(size_t index, const std::string& why) {
+  AgentChild& a = *agents_[index];
+  if (a.lost) return;
+  a.lost = true;
+  int code = 1;
+  if (a.reaped && WIFEXITED(a.status) && WEXITSTATUS(a.status) != 0) {
+    code = WEXITSTATUS(a.status);
+  }
+  if (options_.is_root) {
+    for (Rank r : a.launch.ranks) {
+      if (!rank_exited_[r]) {
+        rank_exited_[r] = true;
+        relay_->OnRankGone(
+            r, absl::StrFormat("was lost with host %s", a.launch.host));
+      }
+    }
+  }
+  HandleAgentError(code,
+                   absl::StrFormat("%s on host %s: %s", Ranks(a.launch.ranks),
+                                   a.launch.host, why));
+}
+
+void ControlNode::HandleRankFrame(LocalRank& rank, std::string_view body) {
+  size_t index = 0;
+  while (locals_[index].get() != &rank) ++index;
+  absl::Status bad;
+  switch (wire::TypeOf(body)) {
+    case wire::MessageType::kCollectiveUp: {
+      auto up = wire::DecodeCollectiveUp(body);
+      if (!up.ok()) {
+        bad = up.status();
+        break;
+      }
+      bad = relay_->OnUp(index, *std::move(up), absl::Now());
+      break;
+    }
+    case wire::MessageType::kFini: {
+      auto m = wire::DecodeFini(body);
+      if (!m.ok() || m->rank != rank.rank) {
+        bad = m.ok() ? absl::DataLossError("fini names another rank")
+                     : m.status();
+        break;
+      }
+      HandleFini(rank.rank);
+      break;
+    }
+    case wire::MessageType::kAbort: {
+      auto m = wire::DecodeAbort(body);
+      if (!m.ok()) {
+        bad = m.status();
+        break;
+      }
+      m->rank = rank.rank;
+      HandleAbort(*m);
+      break;
+    }
+    default:
+      bad = absl::DataLossError(absl::StrFormat(
+          "unexpected %s message", wire::MessageTypeName(wire::TypeOf(body))));
+  }
+  if (!bad.ok()) {
+    HandleAbort(wire::Abort{
+        rank.rank, 1,
+        absl::StrFormat("broke the control protocol: %s", bad.message())});
+  }
+}
+
+void ControlNode::HandleAgentFrame(size_t index, std::string_view body) {
+  AgentChild& a = *agents_[index];
+  if (a.lost) return;
+  absl::Status bad;
+  switch (wire::TypeOf(body)) {
+    case wire::MessageType::kCollectiveUp: {
+      auto up = wire::DecodeCollectiveUp(body);
+      bad = up.ok() ? relay_->OnUp(ChildIndexOfAgent(index), *std::move(up),
+                                   absl::Now())
+                    : up.status();
+      break;
+    }
+    case wire::MessageType::kCollectiveFailed: {
+      auto m = wire::DecodeCollectiveFailed(body);
+      if (m.ok()) relay_->OnFailedFromChild(*m);
+      bad = m.status();
+      break;
+    }
+    case wire::MessageType::kFini: {
+      auto m = wire::DecodeFini(body);
+      if (m.ok()) HandleFini(m->rank);
+      bad = m.status();
+      break;
+    }
+    case wire::MessageType::kAbort: {
+      auto m = wire::DecodeAbort(body);
+      if (m.ok()) HandleAbort(*m);
+      bad = m.status();
+      break;
+    }
+    case wire::MessageType::kRankExited: {
+      auto m = wire::DecodeRankExited(body);
+      if (m.ok()) HandleRankExit(m->rank, m->wait_status);
+      bad = m.status();
+      break;
+    }
+    case wire::MessageType::kAgentError: {
+      auto m = wire::DecodeAgentError(body);
+      if (m.ok()) HandleAgentError(m->exit_code, m->message);
+      bad = m.status();
+      break;
+    }
+    case wire::MessageType::kAgentReady: {
+      auto m = wire::DecodeAgentReady(body);
+      if (m.ok()) {
+        Verbose(absl::StrFormat("host %s: %s started", a.launch.host,
+                                Ranks(a.launch.ranks)));
+      }
+      bad = m.status();
+      break;
+    }
+    default:
+      bad = absl::DataLossError(absl::StrFormat(
+          "unexpected %s message", wire::MessageTypeName(wire::TypeOf(body))));
+  }
+  if (!bad.ok()) {
+    AgentLost(index, absl::StrFormat("the agent broke the control protocol: "
+                                     "%s",
+                                     bad.message()));
+  }
+}
+
+void ControlNode::HandleParentFrame(std::string_view body) {
+  switch (wire::TypeOf(body)) {
+    case wire::MessageType::kCollectiveDown: {
+      auto m = wire::DecodeCollectiveDown(body);
+      if (m.ok()) {
+        relay_->OnDown(*m);
+        return;
+      }
+      break;
+    }
+    case wire::MessageType::kCollectiveFailed: {
+      auto m = wire::DecodeCollectiveFailed(body);
+      if (m.ok()) {
+        relay_->OnFailedFromParent(*m);
+        return;
+      }
+      break;
+    }
+    case wire::MessageType::kKill: {
+      auto m = wire::DecodeKill(body);
+      if (m.ok() && m->signal > 0 && m->signal < NSIG) {
+        KillAll(m->signal);
+        return;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  Say(
+      absl::StrFormat("unexpected %s message from the parent launcher; "
+                      "ending this host's ranks",
+                      wire::MessageTypeName(wire::TypeOf(body))));
+  KillAll(SIGKILL);
+}
+
+void ControlNode::HandleHello(PendingConnection& conn, std::string_view body) {
+  auto hello = wire::DecodeHello(body);
+  std::string problem;
+  if (!hello.ok()) {
+    problem = std::string(hello.status().message());
+  } else if (hello->token != token_ || hello->role != wire::PeerRole::kAgent) {
+    problem = "wrong job token";
+  } else {
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      AgentChild& a = *agents_[i];
+      if (a.launch.host_index != hello->id) continue;
+      if (a.connected || a.lost) {
+        problem = "host connected twice";
+        break;
+      }
+      a.conn_fd = conn.fd;
+      a.connected = true;
+      conn.fd = -1;
+      conn.agent = static_cast<int>(i);
+      Verbose(absl::StrFormat("host %s connected (agent pid %d on %s)",
+                              a.launch.host, hello->pid, hello->hostname));
+      // A kill that went out before this agent could hear it.
+      if (killed_with_ != 0) {
+        (void)wire::WriteFrame(a.conn_fd,
+                               wire::Encode(wire::Kill{killed_with_}),
+                               absl::Now() + absl::Seconds(1));
+      }
+      return;
+    }
+    if (problem.empty()) problem = "unknown host index";
+  }
+  Verbose(absl::StrFormat("rejected a connection: %s", problem));
+  close(conn.fd);
+  conn.fd = -1;
+}
+
+void ControlNode::ReadControl(
+    int fd, wire::FrameAssembler& assembler, bool* eof,
+    const std::function<void(std::string_view)>& handle) {
+  char buf[65536];
+  while (true) {
+    const ssize_t k = read(fd, buf, sizeof buf);
+    if (k > 0) {
+      assembler.Append(std::string_view(buf, k));
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno == EAGAIN) break;
+    *eof = true;  // end of file, or a reset connection
+    break;
+  }
+  while (true) {
+    auto frame = assembler.Next();
+    if (!frame.ok()) {
+      *eof = true;
+      return;
+    }
+    if (!frame->has_value()) return;
+    handle(**frame);
+  }
+}
+
+void ControlNode::ReadOutput(Source& source) {
+  LineForwarder& out = source.is_stderr ? stderr_ : stdout_;
+  const int id = source.fd;
+  char buf[65536];
+  while (true) {
+    const ssize_t k = read(source.fd, buf, sizeof buf);
+    if (k > 0) {
+      out.Append(id, std::string_view(buf, k));
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno == EAGAIN) return;
+    out.Finish(id);
+    close(source.fd);
+    source.fd = -1;
+    return;
+  }
+}
+
+void ControlNode::Reap() {
+  while (true) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    if (auto it = local_by_pid_.find(pid); it != local_by_pid_.end()) {
+      LocalRank& l = *locals_[it->second];
+      l.reaped = true;
+      // What it said before it died (an abort, a fini) comes first.
+      if (l.control_fd >= 0) {
+        bool eof = false;
+        ReadControl(l.control_fd, l.assembler, &eof,
+                    [&](std::string_view body) { HandleRankFrame(l, body); });
+        close(l.control_fd);
+        l.control_fd = -1;
+      }
+      HandleRankExit(l.rank, status);
+      continue;
+    }
+    if (auto it = agent_by_pid_.find(pid); it != agent_by_pid_.end()) {
+      AgentChild& a = *agents_[it->second];
+      a.reaped = true;
+      a.status = status;
+      if (a.conn_fd >= 0) {
+        bool eof = false;
+        const size_t index = it->second;
+        ReadControl(a.conn_fd, a.assembler, &eof, [&](std::string_view body) {
+          HandleAgentFrame(index, body);
+        });
+        close(a.conn_fd);
+        a.conn_fd = -1;
+      }
+      a.closed = true;
+      bool all_reported = true;
+      for (Rank r : a.launch.ranks) all_reported &= rank_exited_[r];
+      if (!a.connected) {
+        AgentLost(
+            it->second,
+            absl::StrFormat("could not be started: '%s' %s before the "
+                            "agent connected",
+                            a.launch.argv[0], DescribeWaitStatus(status)));
+      } else if (!all_reported && killed_with_ != SIGKILL) {
+        AgentLost(it->second, absl::StrFormat("lost: '%s' %s", a.launch.argv[0],
+                                              DescribeWaitStatus(status)));
+      }
+      continue;
+    }
+    // A grandchild adopted because this process is a subreaper, or a
+    // stray: nothing to account for.
+  }
+}
+
+void ControlNode::OnSignal(int sig) {
+  if (sig == SIGCHLD) {
+    Reap();
+    return;
+  }
+  ++signals_received_;
+  if (signals_received_ == 1) {
+    Say(
+        absl::StrFormat("received signal %d (%s); passing it to the job's "
+                        "processes",
+                        sig, sigdescr_np(sig)));
+    if (options_.is_root) SetJobCode(128 + sig);
+    job_failing_ = true;
+    NoteFirstExit(absl::Now());
+    KillAll(sig);
+  } else {
+    KillAll(SIGKILL);
+  }
+}
+
+void ControlNode::OnTimers(absl::Time now) {
+  relay_->OnTick(now);
+  if (options_.is_root && exit_deadline_.has_value() && !exit_deadline_fired_ &&
+      now >= *exit_deadline_ && killed_with_ != SIGKILL) {
+    int running = 0;
+    for (Rank r = 0; r < options_.job_size; ++r) running += !rank_exited_[r];
+    exit_deadline_fired_ = true;
+    if (running > 0) {
+      Say(absl::StrFormat(
+          "%d rank(s) still running %s after the first "
+          "rank ended (GASNET_EXITTIMEOUT); killing them",
+          running, absl::FormatDuration(options_.exit_timeout)));
+      KillAll(SIGKILL);
+    }
+  }
+  if (kill_deadline_.has_value() && now >= *kill_deadline_) {
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      AgentChild& a = *agents_[i];
+      if (!a.reaped) kill(a.pid, SIGKILL);
+      if (a.conn_fd >= 0) {
+        close(a.conn_fd);
+        a.conn_fd = -1;
+      }
+      a.closed = true;
+    }
+    kill_deadline_.reset();
+  }
+  if (connect_deadline_.has_value() && now >= *connect_deadline_) {
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      AgentChild& a = *agents_[i];
+      if (!a.connected && !a.reaped && !a.lost) {
+        kill(a.pid, SIGKILL);
+        AgentLost(i, absl::StrFormat(
+                         "the agent did not connect within %s "
+                         "(GASNET_BOOTSTRAP_TIMEOUT)",
+                         absl::FormatDuration(options_.bootstrap_timeout)));
+      }
+    }
+    connect_deadline_.reset();
+  }
+  for (auto& p : pending_) {
+    if (p->fd >= 0 && now >= p->deadline) {
+      close(p->fd);
+      p->fd = -1;
+    }
+  }
+}
+
+bool ControlNode::Finished() const {
+  for (const auto& l : locals_) {
+    if (!l->reaped) return false;
+  }
+  for (const auto& a : agents_) {
+    if (!a->reaped || !a->closed) return false;
+  }
+  for (const auto& s : sources_) {
+    if (s->fd >= 0) return false;
+  }
+  return true;
+}
+
+int ControlNode::Run() {
+  CollectiveRelay::Options relay_options;
+  relay_options.job_size = options_.job_size;
+  relay_options.is_root = options_.is_root;
+  relay_options.timeout = options_.bootstrap_timeout;
+  for (const auto& l : locals_) relay_options.children.push_back({l->rank});
+  for (const auto& a : agents_) {
+    relay_options.children.push_back(a->launch.ranks);
+  }
+  // The root waits a little longer than the agents, so that an agent's
+  // message naming the exact late rank wins over the root's coarser one.
+  if (options_.is_root && !agents_.empty()) {
+    relay_options.timeout += absl::Seconds(2);
+  }
+  relay_options.describe_child = [this](size_t c) {
+    if (c < locals_.size()) {
+      return absl::StrFormat("rank %d", locals_[c]->rank);
+    }
+    return absl::StrFormat("host %s", agents_[c - locals_.size()]->launch.host);
+  };
+  relay_ = std::make_unique<CollectiveRelay>(
+      relay_options,
+      CollectiveRelay::Outlet{
+          [this](size_t c, const std::string& f) { SendToChild(c, f); },
+          [this](const std::string& f) { SendToParent(f); }});
+  if (!options_.is_root) {
+    SendToParent(wire::Encode(wire::AgentReady{options_.host_index}));
+  }
+
+  std::optional<absl::Time> drain_deadline;
+  bool group_killed = false;
+  enum class Kind {
+    kSignal,
+    kLocal,
+    kAgent,
+    kParent,
+    kListen,
+    kPending,
+    kOutput
+  };
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Kind, size_t>> what;
+  while (!Finished()) {
+    fds.clear();
+    what.clear();
+    auto add = [&](int fd, Kind kind, size_t index) {
+      fds.push_back(pollfd{fd, POLLIN, 0});
+      what.emplace_back(kind, index);
+    };
+    // Control channels before output and signals: a rank's last words (an
+    // abort) must be read before its death is handled.
+    for (size_t i = 0; i < locals_.size(); ++i) {
+      if (locals_[i]->control_fd >= 0) {
+        add(locals_[i]->control_fd, Kind::kLocal, i);
+      }
+    }
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      if (agents_[i]->conn_fd >= 0) add(agents_[i]->conn_fd, Kind::kAgent, i);
+    }
+    if (options_.parent_fd >= 0 && !parent_gone_) {
+      add(options_.parent_fd, Kind::kParent, 0);
+    }
+    if (listen_fd_ >= 0) add(listen_fd_, Kind::kListen, 0);
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (pending_[i]->fd >= 0) add(pending_[i]->fd, Kind::kPending, i);
+    }
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      if (sources_[i]->fd >= 0) add(sources_[i]->fd, Kind::kOutput, i);
+    }
+    add(signal_fd_, Kind::kSignal, 0);
+
+    // Every process gone but output pipes still open: something the ranks
+    // started holds them. It belongs to the job and must not outlive it.
+    bool all_reaped = true;
+    for (const auto& l : locals_) all_reaped &= l->reaped;
+    for (const auto& a : agents_) all_reaped &= a->reaped;
+    if (all_reaped && !group_killed) {
+      if (process_group_ > 0) kill(-process_group_, SIGKILL);
+      group_killed = true;
+      drain_deadline = absl::Now() + kDrainGrace;
+    }
+
+    absl::Time now = absl::Now();
+    absl::Time next = relay_->NextDeadline();
+    if (options_.is_root && exit_deadline_.has_value() &&
+        !exit_deadline_fired_ && killed_with_ != SIGKILL) {
+      next = std::min(next, *exit_deadline_);
+    }
+    for (const auto& d : {kill_deadline_, connect_deadline_, drain_deadline}) {
+      if (d.has_value()) next = std::min(next, *d);
+    }
+    for (const auto& p : pending_) {
+      if (p->fd >= 0) next = std::min(next, p->deadline);
+    }
+    const int timeout = PollTimeoutMs(next, now);
+    const int n = poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) {
+      Say(absl::StrFormat("poll failed: %s", strerror(errno)));
+      KillAll(SIGKILL);
+      break;
+    }
+    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const auto [kind, index] = what[i];
+      switch (kind) {
+        case Kind::kLocal: {
+          LocalRank& l = *locals_[index];
+          if (l.control_fd < 0) break;
+          bool eof = false;
+          ReadControl(l.control_fd, l.assembler, &eof,
+                      [&](std::string_view body) { HandleRankFrame(l, body); });
+          if (eof && l.control_fd >= 0) {
+            close(l.control_fd);
+            l.control_fd = -1;
+          }
+          break;
+        }
+        case Kind::kAgent: {
+          AgentChild& a = *agents_[index];
+          if (a.conn_fd < 0) break;
+          bool eof = false;
+          ReadControl(a.conn_fd, a.assembler, &eof, [&](std::string_view body) {
+            HandleAgentFrame(index, body);
+          });
+          if (eof && a.conn_fd >= 0) {
+            close(a.conn_fd);
+            a.conn_fd = -1;
+            a.closed = true;
+            bool all_reported = true;
+            for (Rank r : a.launch.ranks) all_reported &= rank_exited_[r];
+            if (!all_reported && killed_with_ != SIGKILL) {
+              AgentLost(index,
+                        "the agent closed its connection before its "
+                        "ranks ended");
+            }
+          }
+          break;
+        }
+        case Kind::kParent: {
+          bool eof = false;
+          ReadControl(options_.parent_fd, parent_assembler_, &eof,
+                      [&](std::string_view body) { HandleParentFrame(body); });
+          if (eof) {
+            parent_gone_ = true;
+            bool done = true;
+            for (const auto& l : locals_) done &= l->reaped;
+            if (!done) {
+              Verbose(
+                  "the parent launcher went away; ending this host's "
+                  "ranks");
+            }
+            KillAll(SIGKILL);
+          }
+          break;
+        }
+        case Kind::kListen: {
+          const int fd = accept4(listen_fd_, nullptr, nullptr,
+                                 SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd >= 0) {
+            auto conn = std::make_unique<PendingConnection>();
+            conn->fd = fd;
+            conn->deadline = absl::Now() + options_.bootstrap_timeout;
+            pending_.push_back(std::move(conn));
+          }
+          break;
+        }
+        case Kind::kPending: {
+          PendingConnection& p = *pending_[index];
+          if (p.fd < 0) break;
+          bool eof = false;
+          ReadControl(p.fd, p.assembler, &eof, [&](std::string_view body) {
+            if (p.agent >= 0) {
+              HandleAgentFrame(p.agent, body);
+            } else if (p.fd >= 0) {
+              HandleHello(p, body);
+            }
+          });
+          if (p.agent >= 0) {
+            // The agent's next frames may have come with its hello.
+            agents_[p.agent]->assembler.Append(p.assembler.TakeRest());
+          } else if (eof && p.fd >= 0) {
+            close(p.fd);
+            p.fd = -1;
+          }
+          break;
+        }
+        case Kind::kOutput:
+          if (sources_[index]->fd >= 0) ReadOutput(*sources_[index]);
+          break;
+        case Kind::kSignal: {
+          signalfd_siginfo info;
+          while (read(signal_fd_, &info, sizeof info) == sizeof info) {
+            OnSignal(static_cast<int>(info.ssi_signo));
+          }
+          // SIGCHLD may have been merged with others; reaping is cheap.
+          Reap();
+          break;
+        }
+      }
+    }
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [](const auto& p) {
+                                    return p->fd < 0 || p->agent >= 0;
+                                  }),
+                   pending_.end());
+    now = absl::Now();
+    OnTimers(now);
+    if (drain_deadline.has_value() && now >= *drain_deadline) {
+      drain_deadline.reset();
+      for (auto& s : sources_) {
+        if (s->fd >= 0) {
+          (s->is_stderr ? stderr_ : stdout_).Finish(s->fd);
+          close(s->fd);
+          s->fd = -1;
+        }
+      }
+    }
+  }
+  stdout_.FinishAll();
+  stderr_.FinishAll();
+  return options_.is_root ? job_code_ : 0;
+}
+
+}  // namespace gex::spawn

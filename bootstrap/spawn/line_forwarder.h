@@ -1,0 +1,80 @@
+// Merges the output of many sources (the ranks of a job, or the remote
+// hosts of an ssh spawn) onto one file descriptor, whole lines at a time,
+// so that lines of different ranks never interleave mid-line.
+//
+//   LineForwarder out(STDOUT_FILENO);
+//   out.Append(rank, bytes_read);   // as the event loop reads them
+//   ...
+//   out.Finish(rank);               // on that rank's EOF
+//
+// Not thread-safe: one event loop owns it.
+#ifndef GEX_BOOTSTRAP_SPAWN_LINE_FORWARDER_H_
+#define GEX_BOOTSTRAP_SPAWN_LINE_FORWARDER_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace gex::spawn {
+
+class LineForwarder {
+ public:
+  // Writes to `out_fd`, which is not owned and may be blocking or not.
+  // Lines longer than `max_line` bytes (taken as 1 if 0) cannot be kept
+  // whole; they are written in max_line-byte pieces.
+  explicit LineForwarder(int out_fd, size_t max_line = 64 * 1024);
+
+  LineForwarder(const LineForwarder&) = delete;
+  LineForwarder& operator=(const LineForwarder&) = delete;
+
+  // Bytes read from `source`. Every line of that source that these bytes
+  // complete is written, all of them in a single write(2) (retried on
+  // EINTR and partial writes, and waited for with poll(2) when the fd is
+  // non-blocking and full) so no other source's output can come between
+  // them. The incomplete tail stays buffered for the source. When the
+  // buffered tail grows beyond max_line bytes, its leading max_line-byte
+  // pieces go out in the same write, leaving at most max_line bytes
+  // pending: such a line may have another source's lines between its
+  // pieces, but its bytes are never changed.
+  void Append(int source, std::string_view bytes);
+
+  // `source` reached EOF: its incomplete last line, if any, is written with
+  // a '\n' added, and the source is forgotten.
+  void Finish(int source);
+
+  // Finish for every source with pending bytes, in increasing source order.
+  void FinishAll();
+
+  // Whether a write has failed (EPIPE, EBADF, ...). From then on all output
+  // is dropped silently and nothing is buffered: a launcher whose stdout
+  // went away must keep running its job.
+  bool failed() const { return failed_; }
+
+  // The errno of the failed write; 0 while !failed().
+  int error() const { return error_; }
+
+  // Bytes buffered for `source` (its incomplete last line); 0 for a source
+  // never seen.
+  size_t pending_bytes(int source) const;
+
+ private:
+  // Writes all of [data, data + size) unless a write fails.
+  void WriteAll(const char* data, size_t size);
+
+  // How many leading bytes of `data` (a source's buffered tail followed by
+  // new bytes) to write now: through the last '\n', plus whole max_line
+  // pieces of the rest while more than max_line bytes would remain.
+  size_t BytesToWrite(std::string_view data, size_t newline_end) const;
+
+  const int out_fd_;
+  const size_t max_line_;
+  bool failed_ = false;
+  int error_ = 0;
+  absl::flat_hash_map<int, std::string> pending_;
+};
+
+}  // namespace gex::spawn
+
+#endif  // GEX_BOOTSTRAP_SPAWN_LINE_FORWARDER_H_

@@ -1,0 +1,43 @@
+// TCP for the control channel between launchers on different hosts: a
+// listening socket on an ephemeral port, a connect with a deadline, and the
+// address a launcher tells its children to call back on.
+#ifndef GEX_BOOTSTRAP_SPAWN_TCP_H_
+#define GEX_BOOTSTRAP_SPAWN_TCP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gex::spawn {
+
+struct Listener {
+  int fd = -1;  // non-blocking, close-on-exec
+  uint16_t port = 0;
+};
+
+// Listens on every IPv4 interface, on a port the kernel picks.
+absl::StatusOr<Listener> ListenOnAnyPort();
+
+// Connects to "address:port", retrying refused connections until
+// `deadline`. The socket is blocking and close-on-exec.
+absl::StatusOr<int> ConnectTo(const std::string& address, uint16_t port,
+                              absl::Time deadline);
+
+// The local IPv4 address of a connected socket: the interface that reaches
+// the peer, which is what this host's own children should call back on.
+absl::StatusOr<std::string> LocalAddressOf(int fd);
+
+// The address gasnetrun advertises to the agents it starts:
+// GASNET_MASTERIP when set, else the first non-loopback IPv4 address of an
+// interface that is up, else 127.0.0.1 (every host is this one).
+std::string DefaultAdvertisedAddress();
+
+// Splits "host:port"; an error names `what` and the text.
+absl::Status SplitHostPort(const std::string& text, std::string* host,
+                           uint16_t* port);
+
+}  // namespace gex::spawn
+
+#endif  // GEX_BOOTSTRAP_SPAWN_TCP_H_
