@@ -129,7 +129,7 @@ absl::Status CollectiveRelay::OnUp(size_t child, wire::CollectiveUp up,
     p.data[e.rank] = std::move(e.data);
     ++p.count;
   }
-  if (options_.is_root && gone_count_ > 0) {
+  if (gone_count_ > 0) {
     // A collective that needs a rank which has gone can never complete.
     for (Rank r = 0; r < options_.job_size; ++r) {
       if (!gone_[r].empty() && !p.have[r]) {
@@ -245,7 +245,7 @@ void CollectiveRelay::OnFailedFromParent(const wire::CollectiveFailed& failed) {
 }
 
 void CollectiveRelay::OnRankGone(Rank rank, const std::string& why) {
-  if (rank >= options_.job_size || !options_.is_root) return;
+  if (rank >= options_.job_size || owner_[rank] < 0) return;
   if (gone_[rank].empty()) ++gone_count_;
   gone_[rank] = why;
   std::vector<std::pair<uint32_t, std::string>> doomed;

@@ -64,9 +64,11 @@ class CollectiveRelay {
   // child it goes up, from the parent it goes down.
   void OnFailedFromChild(const wire::CollectiveFailed& failed);
   void OnFailedFromParent(const wire::CollectiveFailed& failed);
-  // Rank `rank` is gone (exited, or left with Fini): at the root, every
-  // collective that still needs it fails now, and so will every later one
-  // it has not joined. `why` completes "rank 3 ...".
+  // Rank `rank` (below this node) is gone (exited, or left with Fini):
+  // every collective that still needs it fails now, and so will every later
+  // one it has not joined. Every node on the rank's path to the root is
+  // told, since a node holds back a partial contribution until its subtree
+  // is complete. `why` completes "rank 3 ...".
   void OnRankGone(Rank rank, const std::string& why);
   // Fails the collectives whose time is up.
   void OnTick(absl::Time now);

@@ -257,11 +257,8 @@ void ControlNode::KillAll(int sig) {
 }
 
 void ControlNode::HandleFini(Rank rank) {
-  if (!options_.is_root) {
-    SendToParent(wire::Encode(wire::Fini{rank}));
-    return;
-  }
   if (rank >= options_.job_size) return;
+  if (!options_.is_root) SendToParent(wire::Encode(wire::Fini{rank}));
   rank_fini_[rank] = true;
   relay_->OnRankGone(rank, "left the job (Bootstrap::Fini)");
 }
@@ -285,6 +282,9 @@ void ControlNode::HandleRankExit(Rank rank, int wait_status) {
   rank_exited_[rank] = true;
   if (!options_.is_root) {
     SendToParent(wire::Encode(wire::RankExited{rank, wait_status}));
+    relay_->OnRankGone(rank, rank_fini_[rank]
+                                 ? "left the job (Bootstrap::Fini)"
+                                 : DescribeWaitStatus(wait_status));
     return;
   }
   NoteFirstExit(absl::Now());
@@ -326,7 +326,7 @@ void ControlNode::AgentLost(size_t index, const std::string& why) {
   if (a.reaped && WIFEXITED(a.status) && WEXITSTATUS(a.status) != 0) {
     code = WEXITSTATUS(a.status);
   }
-  if (options_.is_root) {
+  {
     for (Rank r : a.launch.ranks) {
       if (!rank_exited_[r]) {
         rank_exited_[r] = true;

@@ -1,5 +1,6 @@
 #include "bootstrap/spawn/launcher.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -157,6 +158,9 @@ int AgentMain(const std::vector<std::string>& args) {
     Print(name, std::string(s.message()));
     return kStartError;
   }
+
+  // The event loop reads every channel until it would block.
+  fcntl(*parent, F_SETFL, fcntl(*parent, F_GETFL) | O_NONBLOCK);
 
   HostList hosts{params->hosts, "the agent's host list"};
   absl::StatusOr<std::vector<HostRanks>> layout = LayOutRanks(
