@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/fatal.h"
 #include "base/host_id.h"
 #include "base/stderr_line.h"
@@ -116,6 +117,20 @@ std::vector<std::string> HostNames(const std::vector<HostRanks>& layout) {
   return names;
 }
 
+// The -E names travel with the job (kPropagateVar), so that agents further
+// down a tree pass on the same variables.
+constexpr char kPropagateVar[] = "GEX_SPAWN_PROPAGATE";
+
+std::vector<std::string> PropagatedNames() {
+  std::vector<std::string> names = {kPropagateVar};
+  if (const char* list = std::getenv(kPropagateVar)) {
+    for (absl::string_view n : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+      names.emplace_back(n);
+    }
+  }
+  return names;
+}
+
 int AgentMain(const std::vector<std::string>& args) {
   // args: kAgentFlag, 9 parameters, "--", program...
   const std::string tool = "gasnetrun agent";
@@ -213,7 +228,7 @@ int AgentMain(const std::vector<std::string>& args) {
     child.parent_port = listener->port;
     std::vector<AgentLaunch> agents =
         PlanAgents(params->host_index, ssh, *layout, child,
-                   PropagatedEnvironment(environ, {}), program);
+                   PropagatedEnvironment(environ, PropagatedNames()), program);
     if (absl::Status s =
             node.StartAgents(std::move(agents), listener->fd, params->token);
         !s.ok()) {
@@ -345,9 +360,11 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   params.out_degree = ssh->out_degree;
   params.job_id = options.job_id;
   params.verbose = opts.verbose;
+  std::vector<std::string> env = PropagatedEnvironment(environ, opts.env_vars);
+  env.push_back(absl::StrFormat("%s=%s", kPropagateVar,
+                                absl::StrJoin(opts.env_vars, ",")));
   std::vector<AgentLaunch> agents =
-      PlanAgents(-1, *ssh, *layout, params,
-                 PropagatedEnvironment(environ, opts.env_vars), *program);
+      PlanAgents(-1, *ssh, *layout, params, env, *program);
   if (opts.verbose) {
     Print(tool,
           absl::StrFormat("ssh spawner: %d rank(s) on %d host(s) from "

@@ -13,6 +13,7 @@
 //                          in a barrier
 //   kill-self RANK         RANK kills itself with SIGKILL; the others spin
 //                          (never calling the bootstrap again)
+//   spin                   every rank spins forever (for signal tests)
 //   hang RANK              RANK sleeps forever (alive, never joining); the
 //                          others enter a barrier
 //   lines K                every rank prints K long lines, each in pieces
@@ -196,6 +197,8 @@ int main(int argc, char** argv) {
     return 0;
   } else if (mode == "kill-self") {
     if (static_cast<int>(me) == arg(1)) raise(SIGKILL);
+    SpinForever();
+  } else if (mode == "spin") {
     SpinForever();
   } else if (mode == "hang") {
     if (static_cast<int>(me) == arg(1)) {

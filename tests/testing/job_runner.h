@@ -1,0 +1,73 @@
+// Running a whole job (a launcher and its ranks) from a test and checking
+// it from the outside: exit code, stdout, stderr, and that no process of
+// the job survives it.
+//
+// The test process makes itself a child subreaper (PR_SET_CHILD_SUBREAPER)
+// so that any process of the job that outlives its parent is re-parented to
+// the test, where it can be seen and counted, instead of disappearing into
+// init.
+#ifndef GEX_TESTS_TESTING_JOB_RUNNER_H_
+#define GEX_TESTS_TESTING_JOB_RUNNER_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace gex::testing {
+
+struct JobResult {
+  int exit_code = -1;  // the launcher's exit code, or 128+signal
+  std::string out;
+  std::string err;
+  // Processes re-parented to the test that were still alive (not zombies)
+  // when the launcher had exited: orphans of the job. Reaped before return.
+  std::vector<pid_t> survivors;
+  // The command, for failure messages.
+  std::string command;
+};
+
+struct JobSpec {
+  std::vector<std::string> argv;
+  // "NAME=value" added to the test's environment; "NAME" alone unsets it.
+  std::vector<std::string> env;
+  std::string stdin_data;
+  // Killed with SIGKILL if it runs longer (a hung launcher fails the test
+  // instead of hanging it).
+  absl::Duration limit = absl::Seconds(120);
+  // Sent to the launcher once `signal_when_file` exists (polled).
+  int signal = 0;
+  std::string signal_when_file;
+};
+
+// Makes the calling process a child subreaper (idempotent).
+void BecomeSubreaper();
+
+JobResult RunJob(const JobSpec& spec);
+
+// A runfiles path: "tools/gasnetrun_smp" -> $TEST_SRCDIR/gex/tools/....
+std::string Runfile(const std::string& path);
+
+// A fresh empty directory under $TEST_TMPDIR (or /tmp).
+std::string MakeTempDir(const std::string& prefix);
+
+// The pids written into the "<rank>.pid" / "<rank>.child" files of `dir`.
+std::vector<pid_t> PidsInDir(const std::string& dir);
+
+// Pids among `pids` that are alive (exist and are not zombies).
+std::vector<pid_t> LivePids(const std::vector<pid_t>& pids);
+
+// Waits until every pid in `pids` is dead, at most `limit`; returns those
+// still alive. (A bounded poll for a condition, not a sleep.)
+std::vector<pid_t> WaitForPidsGone(const std::vector<pid_t>& pids,
+                                   absl::Duration limit);
+
+// Lines of `text`.
+std::vector<std::string> Lines(const std::string& text);
+
+}  // namespace gex::testing
+
+#endif  // GEX_TESTS_TESTING_JOB_RUNNER_H_
