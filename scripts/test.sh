@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
-#   2. the base layer's tests again under AddressSanitizer and UBSan;
+#   2. the base and bootstrap layers' tests, and the launcher's end-to-end
+#      tests, again under AddressSanitizer and UBSan;
 #   3. the layering check (no upward dependency edge; the seven dependency
 #      targets exist);
 #   4. a scratch workspace that consumes gex through gex_dependencies().
@@ -43,8 +44,10 @@ run_check() {
 }
 
 run_bazel_tests //...
-run_bazel_tests --config=asan //base/...
-run_bazel_tests --config=ubsan //base/...
+sanitized=(//base/... //bootstrap/... //tests/bootstrap/...)
+run_bazel_tests --config=asan "${sanitized[@]}"
+run_bazel_tests --config=ubsan "${sanitized[@]}"
+
 run_check "layering check" bash tools/check_layers.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh
 
