@@ -109,6 +109,7 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
                                         Rank root, std::string data) {
   const std::string_view name = wire::CollectiveOpName(op);
   CheckOpen(name);
+  CheckLength(op, len);
   const uint32_t seq = next_seq_++;
   wire::CollectiveUp up;
   up.seq = seq;
@@ -164,6 +165,19 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
   }
 }
 
+void LauncherBootstrap::CheckLength(wire::CollectiveOp op, uint64_t len) const {
+  // Results travel as one control frame.
+  const uint64_t limit = (op == wire::CollectiveOp::kBroadcast)
+                             ? wire::kMaxFrameBytes
+                             : wire::kMaxFrameBytes / size_;
+  if (len > limit) {
+    FatalErrorF(
+        "bootstrap %s: %d bytes per rank is too large (at most %d "
+        "for a %d-rank job)",
+        wire::CollectiveOpName(op), len, limit, size_);
+  }
+}
+
 void LauncherBootstrap::Barrier() {
   Exchange(wire::CollectiveOp::kBarrier, 0, 0, std::string());
 }
@@ -180,6 +194,7 @@ void LauncherBootstrap::Allgather(const void* src, size_t len, void* dst) {
 }
 
 void LauncherBootstrap::Alltoall(const void* src, size_t len, void* dst) {
+  CheckLength(wire::CollectiveOp::kAlltoall, len);
   std::string result =
       Exchange(wire::CollectiveOp::kAlltoall, len, 0,
                std::string(static_cast<const char*>(src), len * size_));

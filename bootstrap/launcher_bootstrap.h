@@ -60,6 +60,8 @@ class LauncherBootstrap final : public Bootstrap {
   std::string Exchange(wire::CollectiveOp op, uint64_t len, Rank root,
                        std::string data);
   void CheckOpen(std::string_view call) const;
+  // A fatal error when `len` bytes per rank would not fit in one frame.
+  void CheckLength(wire::CollectiveOp op, uint64_t len) const;
 
   int fd_;
   Rank rank_;

@@ -2,7 +2,8 @@
 // joins the bootstrap, learns the node map, and shares its pid and host
 // name with an allgather; rank 0 prints the job as every rank sees it.
 //
-//   bazel run //tools:gasnetrun_smp -- -n 4 $(bazel info bazel-bin)/tools/gex_hello
+//   bazel run //tools:gasnetrun_smp -- -n 4 $(bazel info
+//   bazel-bin)/tools/gex_hello
 //
 // With an argument N, rank N exits with code 3 instead, to show how the
 // launcher ends the job and reports it.
@@ -49,9 +50,10 @@ int main(int argc, char** argv) {
                 map.host_count(), map.supernode_count());
     for (gex::Rank r = 0; r < n; ++r) {
       const gex::RankPlace& p = map.place(r);
-      std::printf("  rank %u: pid %d on %s, host %u, supernode %u (%u of %zu)\n",
-                  r, all[r].pid, all[r].host, p.host, p.supernode,
-                  p.supernode_index, map.supernode_members(p.supernode).size());
+      std::printf(
+          "  rank %u: pid %d on %s, host %u, supernode %u (%u of %zu)\n", r,
+          all[r].pid, all[r].host, p.host, p.supernode, p.supernode_index,
+          map.supernode_members(p.supernode).size());
     }
     std::fflush(stdout);
   }

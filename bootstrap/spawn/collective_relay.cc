@@ -59,6 +59,25 @@ absl::Status CollectiveRelay::CheckShape(const Pending& p,
         up.seq, p.first_rank, DescribeCall(p.op, p.len, p.root), e.rank,
         DescribeCall(up.op, up.len, up.root)));
   }
+  // The result travels as one frame: a size whose result could not, or
+  // whose arithmetic would overflow, is refused before any is computed.
+  const uint64_t per_rank_limit = wire::kMaxFrameBytes / options_.job_size;
+  if ((p.op == wire::CollectiveOp::kAllgather ||
+       p.op == wire::CollectiveOp::kAlltoall) &&
+      p.len > per_rank_limit) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "rank %d called bootstrap %s #%d with %d bytes per rank: the result "
+        "for %d ranks would exceed the control channel's %d-byte message "
+        "limit",
+        p.first_rank, wire::CollectiveOpName(p.op), up.seq, p.len,
+        options_.job_size, wire::kMaxFrameBytes));
+  }
+  if (p.op == wire::CollectiveOp::kBroadcast && p.len > wire::kMaxFrameBytes) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "rank %d called bootstrap broadcast #%d with %d bytes, over the "
+        "control channel's %d-byte message limit",
+        p.first_rank, up.seq, p.len, wire::kMaxFrameBytes));
+  }
   uint64_t want = 0;
   switch (p.op) {
     case wire::CollectiveOp::kBarrier:

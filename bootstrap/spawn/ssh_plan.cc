@@ -191,14 +191,16 @@ std::string RemoteCommand(const std::string& remote_dir,
                           const std::string& launcher,
                           const std::vector<std::string>& agent_args,
                           const std::vector<std::string>& program) {
-  std::vector<std::string> words = {"exec", "env"};
-  words.insert(words.end(), env.begin(), env.end());
-  words.push_back(launcher);
-  words.push_back(kAgentFlag);
+  // The shell's own export, not env(1): env would take a launcher path that
+  // contains '=' for one more assignment. "cd --" keeps a directory that
+  // starts with '-' from being read as an option.
+  std::string cmd = "cd -- " + ShellQuote(remote_dir) + " && ";
+  if (!env.empty()) cmd += "export " + ShellJoin(env) + " && ";
+  std::vector<std::string> words = {launcher, kAgentFlag};
   words.insert(words.end(), agent_args.begin(), agent_args.end());
   words.push_back("--");
   words.insert(words.end(), program.begin(), program.end());
-  return "cd " + ShellQuote(remote_dir) + " && " + ShellJoin(words);
+  return cmd + "exec " + ShellJoin(words);
 }
 
 std::vector<std::string> RemoteShellArgv(const SshSettings& settings,

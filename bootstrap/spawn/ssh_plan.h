@@ -88,9 +88,10 @@ std::vector<std::string> PropagatedEnvironment(
     char** environ, const std::vector<std::string>& extra_names);
 
 // The one command line the remote shell runs:
-//   cd DIR && exec env NAME=value... LAUNCHER --gex-spawn-agent ARGS --
-//   PROGRAM ARGS
-// every word quoted for sh.
+//   cd -- DIR && export NAME=value... && exec LAUNCHER --gex-spawn-agent
+//   ARGS -- PROGRAM ARGS
+// every word quoted for sh (the export part is left out when `env` is
+// empty).
 std::string RemoteCommand(const std::string& remote_dir,
                           const std::vector<std::string>& env,
                           const std::string& launcher,

@@ -15,7 +15,10 @@
 #               LABEL NETNS UTS_PID HOSTNAME
 #             LABEL is the name callers use, NETNS the `ip netns` name,
 #             UTS_PID a process holding the host's UTS namespace, HOSTNAME
-#             its hostname. '#' starts a comment line.
+#             its hostname. '#' starts a comment line. A line
+#               @log FILE
+#             appends "CALLER_HOSTNAME HOST" to FILE for every call (the
+#             caller's hostname is that of the UTS namespace it runs in).
 # Without -F the table is $NETNS_SSH_CONFIG. The multi-host test passes
 # "-F table" in GASNET_SSH_OPTIONS, which gasnetrun forwards to its agents,
 # so an agent inside one "host" can reach the others (tree fan-out).
@@ -63,14 +66,22 @@ command="$*"
 
 netns=
 uts_pid=
-while read -r label ns pid name rest; do
-  case $label in '' | '#'*) continue ;; esac
+log=
+while read -r label ns pid _; do
+  case $label in
+    '' | '#'*) continue ;;
+    @log) log=$ns; continue ;;
+  esac
   if [ "$label" = "$host" ]; then
     netns=$ns
     uts_pid=$pid
     break
   fi
 done <"$config"
+if [ -n "$log" ]; then
+  # One short append per call: "CALLER_HOSTNAME TARGET".
+  echo "$(cat /proc/sys/kernel/hostname) $host" >>"$log"
+fi
 [ -n "$netns" ] || fail "unknown host $host"
 
 # The host must still exist: its namespace is mounted and its UTS holder
@@ -80,8 +91,9 @@ net_file=/run/netns/$netns
 [ -e "$net_file" ] || fail "host $host is down (no namespace $netns)"
 want=$(stat -L -c '%d:%i' "$net_file" 2>/dev/null)
 have=$(stat -L -c '%d:%i' "/proc/$uts_pid/ns/net" 2>/dev/null)
-[ -n "$want" ] && [ "$want" = "$have" ] ||
+if [ -z "$want" ] || [ "$want" != "$have" ]; then
   fail "host $host is down (process $uts_pid does not hold it)"
+fi
 
 nsenter_bin=$(command -v nsenter) || fail "nsenter not found"
 exec env -i \
