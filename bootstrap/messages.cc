@@ -7,38 +7,151 @@
 namespace gex::wire {
 namespace {
 
-// Checks the reader's type and completeness and returns `m` if well formed.
+// Writes each field of a message in order.
+struct FieldWriter {
+  FrameBuilder& b;
+  void operator()(uint8_t v) { b.PutU8(v); }
+  void operator()(bool v) { b.PutU8(v ? 1 : 0); }
+  void operator()(uint32_t v) { b.PutU32(v); }
+  void operator()(int32_t v) { b.PutI32(v); }
+  void operator()(uint64_t v) { b.PutU64(v); }
+  void operator()(PeerRole v) { b.PutU8(static_cast<uint8_t>(v)); }
+  void operator()(CollectiveOp v) { b.PutU8(static_cast<uint8_t>(v)); }
+  void operator()(const std::string& v) { b.PutBytes(v); }
+  void operator()(const std::vector<CollectiveEntry>& es) {
+    b.PutU32(static_cast<uint32_t>(es.size()));
+    for (const CollectiveEntry& e : es) b.PutU32(e.rank).PutBytes(e.data);
+  }
+};
+
+// Reads them back; FrameReader turns any shortfall into !ok().
+struct FieldReader {
+  FrameReader& r;
+  void operator()(uint8_t& v) { v = r.GetU8(); }
+  void operator()(bool& v) { v = r.GetU8() != 0; }
+  void operator()(uint32_t& v) { v = r.GetU32(); }
+  void operator()(int32_t& v) { v = r.GetI32(); }
+  void operator()(uint64_t& v) { v = r.GetU64(); }
+  void operator()(PeerRole& v) { v = static_cast<PeerRole>(r.GetU8()); }
+  void operator()(CollectiveOp& v) { v = static_cast<CollectiveOp>(r.GetU8()); }
+  void operator()(std::string& v) { v = std::string(r.GetBytes()); }
+  void operator()(std::vector<CollectiveEntry>& es) {
+    const uint32_t n = r.GetU32();
+    // Entries are read one by one, never reserved from the count: a count
+    // larger than the frame could hold is corrupt, not an allocation.
+    for (uint32_t i = 0; i < n && r.ok(); ++i) {
+      CollectiveEntry e;
+      e.rank = r.GetU32();
+      e.data = std::string(r.GetBytes());
+      if (r.ok()) es.push_back(std::move(e));
+    }
+  }
+};
+
+// Every message's fields, listed once for both directions.
+template <typename F>
+void Fields(Hello& m, F&& f) {
+  f(m.role), f(m.id), f(m.pid), f(m.token), f(m.hostname);
+}
+template <typename F>
+void Fields(CollectiveUp& m, F&& f) {
+  f(m.seq), f(m.op), f(m.len), f(m.root), f(m.entries);
+}
+template <typename F>
+void Fields(CollectiveDown& m, F&& f) {
+  f(m.seq), f(m.uniform), f(m.data), f(m.entries);
+}
+template <typename F>
+void Fields(CollectiveFailed& m, F&& f) {
+  f(m.seq), f(m.reason);
+}
+template <typename F>
+void Fields(Fini& m, F&& f) {
+  f(m.rank);
+}
+template <typename F>
+void Fields(Abort& m, F&& f) {
+  f(m.rank), f(m.exit_code), f(m.reason);
+}
+template <typename F>
+void Fields(RankExited& m, F&& f) {
+  f(m.rank), f(m.wait_status);
+}
+template <typename F>
+void Fields(Kill& m, F&& f) {
+  f(m.signal);
+}
+template <typename F>
+void Fields(AgentError& m, F&& f) {
+  f(m.exit_code), f(m.message);
+}
+template <typename F>
+void Fields(AgentReady& m, F&& f) {
+  f(m.host);
+}
+
+// Values no sender of ours produces.
 template <typename T>
-absl::StatusOr<T> Checked(const FrameReader& r, MessageType want, T m) {
-  if (r.type() != want) {
+absl::Status Validate(const T&) {
+  return absl::OkStatus();
+}
+template <>
+absl::Status Validate(const Hello& m) {
+  if (m.role != PeerRole::kRank && m.role != PeerRole::kAgent) {
+    return absl::DataLossError("hello message names an unknown role");
+  }
+  return absl::OkStatus();
+}
+template <>
+absl::Status Validate(const CollectiveUp& m) {
+  const auto op = static_cast<uint8_t>(m.op);
+  if (op < static_cast<uint8_t>(CollectiveOp::kBarrier) ||
+      op > static_cast<uint8_t>(CollectiveOp::kBroadcast)) {
     return absl::DataLossError(
-        absl::StrFormat("expected a %s message on the control channel, got %s",
-                        MessageTypeName(want), MessageTypeName(r.type())));
+        absl::StrFormat("collective message names unknown operation %d", op));
   }
-  if (absl::Status s = r.Done(); !s.ok()) return s;
-  return m;
-}
-
-void PutEntries(FrameBuilder& b, const std::vector<CollectiveEntry>& es) {
-  b.PutU32(static_cast<uint32_t>(es.size()));
-  for (const CollectiveEntry& e : es) b.PutU32(e.rank).PutBytes(e.data);
-}
-
-std::vector<CollectiveEntry> GetEntries(FrameReader& r) {
-  std::vector<CollectiveEntry> es;
-  const uint32_t n = r.GetU32();
-  // Each entry takes at least 8 bytes: a count larger than the frame could
-  // hold is corrupt, and must not drive a huge reserve().
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    CollectiveEntry e;
-    e.rank = r.GetU32();
-    e.data = std::string(r.GetBytes());
-    if (r.ok()) es.push_back(std::move(e));
-  }
-  return es;
+  return absl::OkStatus();
 }
 
 }  // namespace
+
+template <typename T>
+std::string Encode(const T& m) {
+  FrameBuilder b(kMessageType<T>);
+  // The fields are only read: one field list serves both directions.
+  Fields(const_cast<T&>(m), FieldWriter{b});
+  return b.Finish();
+}
+
+template <typename T>
+absl::StatusOr<T> Decode(std::string_view body) {
+  FrameReader r(body);
+  T m;
+  Fields(m, FieldReader{r});
+  if (r.type() != kMessageType<T>) {
+    return absl::DataLossError(absl::StrFormat(
+        "expected a %s message on the control channel, got %s",
+        MessageTypeName(kMessageType<T>), MessageTypeName(r.type())));
+  }
+  if (absl::Status s = r.Done(); !s.ok()) return s;
+  if (absl::Status s = Validate(m); !s.ok()) return s;
+  return m;
+}
+
+#define GEX_WIRE_MESSAGE(T)                 \
+  template std::string Encode<T>(const T&); \
+  template absl::StatusOr<T> Decode<T>(std::string_view);
+GEX_WIRE_MESSAGE(Hello)
+GEX_WIRE_MESSAGE(CollectiveUp)
+GEX_WIRE_MESSAGE(CollectiveDown)
+GEX_WIRE_MESSAGE(CollectiveFailed)
+GEX_WIRE_MESSAGE(Fini)
+GEX_WIRE_MESSAGE(Abort)
+GEX_WIRE_MESSAGE(RankExited)
+GEX_WIRE_MESSAGE(Kill)
+GEX_WIRE_MESSAGE(AgentError)
+GEX_WIRE_MESSAGE(AgentReady)
+#undef GEX_WIRE_MESSAGE
 
 std::string_view CollectiveOpName(CollectiveOp op) {
   switch (op) {
@@ -56,176 +169,6 @@ std::string_view CollectiveOpName(CollectiveOp op) {
 
 MessageType TypeOf(std::string_view body) {
   return body.empty() ? MessageType::kHello : static_cast<MessageType>(body[0]);
-}
-
-std::string Encode(const Hello& m) {
-  return FrameBuilder(MessageType::kHello)
-      .PutU8(static_cast<uint8_t>(m.role))
-      .PutU32(m.id)
-      .PutU32(m.pid)
-      .PutU64(m.token)
-      .PutBytes(m.hostname)
-      .Finish();
-}
-
-std::string Encode(const CollectiveUp& m) {
-  FrameBuilder b(MessageType::kCollectiveUp);
-  b.PutU32(m.seq)
-      .PutU8(static_cast<uint8_t>(m.op))
-      .PutU64(m.len)
-      .PutU32(m.root);
-  PutEntries(b, m.entries);
-  return b.Finish();
-}
-
-std::string Encode(const CollectiveDown& m) {
-  FrameBuilder b(MessageType::kCollectiveDown);
-  b.PutU32(m.seq).PutU8(m.uniform ? 1 : 0);
-  if (m.uniform) {
-    b.PutBytes(m.data);
-  } else {
-    PutEntries(b, m.entries);
-  }
-  return b.Finish();
-}
-
-std::string Encode(const CollectiveFailed& m) {
-  return FrameBuilder(MessageType::kCollectiveFailed)
-      .PutU32(m.seq)
-      .PutBytes(m.reason)
-      .Finish();
-}
-
-std::string Encode(const Fini& m) {
-  return FrameBuilder(MessageType::kFini).PutU32(m.rank).Finish();
-}
-
-std::string Encode(const Abort& m) {
-  return FrameBuilder(MessageType::kAbort)
-      .PutU32(m.rank)
-      .PutI32(m.exit_code)
-      .PutBytes(m.reason)
-      .Finish();
-}
-
-std::string Encode(const RankExited& m) {
-  return FrameBuilder(MessageType::kRankExited)
-      .PutU32(m.rank)
-      .PutI32(m.wait_status)
-      .Finish();
-}
-
-std::string Encode(const Kill& m) {
-  return FrameBuilder(MessageType::kKill).PutI32(m.signal).Finish();
-}
-
-std::string Encode(const AgentError& m) {
-  return FrameBuilder(MessageType::kAgentError)
-      .PutI32(m.exit_code)
-      .PutBytes(m.message)
-      .Finish();
-}
-
-std::string Encode(const AgentReady& m) {
-  return FrameBuilder(MessageType::kAgentReady).PutU32(m.host).Finish();
-}
-
-absl::StatusOr<Hello> DecodeHello(std::string_view body) {
-  FrameReader r(body);
-  Hello m;
-  m.role = static_cast<PeerRole>(r.GetU8());
-  m.id = r.GetU32();
-  m.pid = r.GetU32();
-  m.token = r.GetU64();
-  m.hostname = std::string(r.GetBytes());
-  if (r.ok() && m.role != PeerRole::kRank && m.role != PeerRole::kAgent) {
-    return absl::DataLossError("hello message names an unknown role");
-  }
-  return Checked(r, MessageType::kHello, std::move(m));
-}
-
-absl::StatusOr<CollectiveUp> DecodeCollectiveUp(std::string_view body) {
-  FrameReader r(body);
-  CollectiveUp m;
-  m.seq = r.GetU32();
-  const uint8_t op = r.GetU8();
-  m.len = r.GetU64();
-  m.root = r.GetU32();
-  m.entries = GetEntries(r);
-  if (r.ok() && (op < static_cast<uint8_t>(CollectiveOp::kBarrier) ||
-                 op > static_cast<uint8_t>(CollectiveOp::kBroadcast))) {
-    return absl::DataLossError(
-        absl::StrFormat("collective message names unknown operation %d", op));
-  }
-  m.op = static_cast<CollectiveOp>(op);
-  return Checked(r, MessageType::kCollectiveUp, std::move(m));
-}
-
-absl::StatusOr<CollectiveDown> DecodeCollectiveDown(std::string_view body) {
-  FrameReader r(body);
-  CollectiveDown m;
-  m.seq = r.GetU32();
-  m.uniform = r.GetU8() != 0;
-  if (m.uniform) {
-    m.data = std::string(r.GetBytes());
-  } else {
-    m.entries = GetEntries(r);
-  }
-  return Checked(r, MessageType::kCollectiveDown, std::move(m));
-}
-
-absl::StatusOr<CollectiveFailed> DecodeCollectiveFailed(std::string_view body) {
-  FrameReader r(body);
-  CollectiveFailed m;
-  m.seq = r.GetU32();
-  m.reason = std::string(r.GetBytes());
-  return Checked(r, MessageType::kCollectiveFailed, std::move(m));
-}
-
-absl::StatusOr<Fini> DecodeFini(std::string_view body) {
-  FrameReader r(body);
-  Fini m;
-  m.rank = r.GetU32();
-  return Checked(r, MessageType::kFini, m);
-}
-
-absl::StatusOr<Abort> DecodeAbort(std::string_view body) {
-  FrameReader r(body);
-  Abort m;
-  m.rank = r.GetU32();
-  m.exit_code = r.GetI32();
-  m.reason = std::string(r.GetBytes());
-  return Checked(r, MessageType::kAbort, std::move(m));
-}
-
-absl::StatusOr<RankExited> DecodeRankExited(std::string_view body) {
-  FrameReader r(body);
-  RankExited m;
-  m.rank = r.GetU32();
-  m.wait_status = r.GetI32();
-  return Checked(r, MessageType::kRankExited, m);
-}
-
-absl::StatusOr<Kill> DecodeKill(std::string_view body) {
-  FrameReader r(body);
-  Kill m;
-  m.signal = r.GetI32();
-  return Checked(r, MessageType::kKill, m);
-}
-
-absl::StatusOr<AgentError> DecodeAgentError(std::string_view body) {
-  FrameReader r(body);
-  AgentError m;
-  m.exit_code = r.GetI32();
-  m.message = std::string(r.GetBytes());
-  return Checked(r, MessageType::kAgentError, std::move(m));
-}
-
-absl::StatusOr<AgentReady> DecodeAgentReady(std::string_view body) {
-  FrameReader r(body);
-  AgentReady m;
-  m.host = r.GetU32();
-  return Checked(r, MessageType::kAgentReady, m);
 }
 
 }  // namespace gex::wire

@@ -91,28 +91,74 @@ struct AgentReady {
   uint32_t host = 0;
 };
 
-std::string Encode(const Hello& m);
-std::string Encode(const CollectiveUp& m);
-std::string Encode(const CollectiveDown& m);
-std::string Encode(const CollectiveFailed& m);
-std::string Encode(const Fini& m);
-std::string Encode(const Abort& m);
-std::string Encode(const RankExited& m);
-std::string Encode(const Kill& m);
-std::string Encode(const AgentError& m);
-std::string Encode(const AgentReady& m);
+// Each message's type byte.
+template <typename T>
+inline constexpr MessageType kMessageType = MessageType::kHello;
+template <>
+inline constexpr MessageType kMessageType<CollectiveUp> =
+    MessageType::kCollectiveUp;
+template <>
+inline constexpr MessageType kMessageType<CollectiveDown> =
+    MessageType::kCollectiveDown;
+template <>
+inline constexpr MessageType kMessageType<CollectiveFailed> =
+    MessageType::kCollectiveFailed;
+template <>
+inline constexpr MessageType kMessageType<Fini> = MessageType::kFini;
+template <>
+inline constexpr MessageType kMessageType<Abort> = MessageType::kAbort;
+template <>
+inline constexpr MessageType kMessageType<RankExited> =
+    MessageType::kRankExited;
+template <>
+inline constexpr MessageType kMessageType<Kill> = MessageType::kKill;
+template <>
+inline constexpr MessageType kMessageType<AgentError> =
+    MessageType::kAgentError;
+template <>
+inline constexpr MessageType kMessageType<AgentReady> =
+    MessageType::kAgentReady;
 
-// Each decodes a frame body of its type; an error names the message.
-absl::StatusOr<Hello> DecodeHello(std::string_view body);
-absl::StatusOr<CollectiveUp> DecodeCollectiveUp(std::string_view body);
-absl::StatusOr<CollectiveDown> DecodeCollectiveDown(std::string_view body);
-absl::StatusOr<CollectiveFailed> DecodeCollectiveFailed(std::string_view body);
-absl::StatusOr<Fini> DecodeFini(std::string_view body);
-absl::StatusOr<Abort> DecodeAbort(std::string_view body);
-absl::StatusOr<RankExited> DecodeRankExited(std::string_view body);
-absl::StatusOr<Kill> DecodeKill(std::string_view body);
-absl::StatusOr<AgentError> DecodeAgentError(std::string_view body);
-absl::StatusOr<AgentReady> DecodeAgentReady(std::string_view body);
+// A message as a frame (defined for the structs above).
+template <typename T>
+std::string Encode(const T& m);
+
+// A frame body as message T; an error names the message when the body is
+// of another type, truncated, too long, or holds an impossible value.
+template <typename T>
+absl::StatusOr<T> Decode(std::string_view body);
+
+inline absl::StatusOr<Hello> DecodeHello(std::string_view b) {
+  return Decode<Hello>(b);
+}
+inline absl::StatusOr<CollectiveUp> DecodeCollectiveUp(std::string_view b) {
+  return Decode<CollectiveUp>(b);
+}
+inline absl::StatusOr<CollectiveDown> DecodeCollectiveDown(std::string_view b) {
+  return Decode<CollectiveDown>(b);
+}
+inline absl::StatusOr<CollectiveFailed> DecodeCollectiveFailed(
+    std::string_view b) {
+  return Decode<CollectiveFailed>(b);
+}
+inline absl::StatusOr<Fini> DecodeFini(std::string_view b) {
+  return Decode<Fini>(b);
+}
+inline absl::StatusOr<Abort> DecodeAbort(std::string_view b) {
+  return Decode<Abort>(b);
+}
+inline absl::StatusOr<RankExited> DecodeRankExited(std::string_view b) {
+  return Decode<RankExited>(b);
+}
+inline absl::StatusOr<Kill> DecodeKill(std::string_view b) {
+  return Decode<Kill>(b);
+}
+inline absl::StatusOr<AgentError> DecodeAgentError(std::string_view b) {
+  return Decode<AgentError>(b);
+}
+inline absl::StatusOr<AgentReady> DecodeAgentReady(std::string_view b) {
+  return Decode<AgentReady>(b);
+}
 
 // The type byte of a frame body (kHello for an empty body, which no
 // decoder accepts).

@@ -1,15 +1,20 @@
 #include "bootstrap/spawn/control_node.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -122,6 +127,10 @@ absl::Status ControlNode::Init() {
   // A closed stdout (gasnetrun ... | head) must not kill the launcher: it
   // still has a job to end cleanly.
   signal(SIGPIPE, SIG_IGN);
+  // Whatever the ranks start and leave behind is re-parented here rather
+  // than to init, so the launcher sees it, kills it, and reaps it before it
+  // exits: no process of the job outlives the launcher.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   return absl::OkStatus();
 }
 
@@ -684,6 +693,42 @@ void ControlNode::OnTimers(absl::Time now) {
   }
 }
 
+bool ControlNode::HasChildren() {
+  siginfo_t info{};
+  const int r = waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT);
+  return !(r < 0 && errno == ECHILD);
+}
+
+void ControlNode::KillStrayChildren() {
+  // Children of this process that are neither ranks nor remote shells:
+  // adopted descendants of ranks (which may have left the ranks' process
+  // group). Found through /proc, since the kernel offers no list.
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  const pid_t self = getpid();
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr) continue;
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* close_paren = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0;
+    if (close_paren != nullptr &&
+        std::sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2 &&
+        ppid == self) {
+      kill(pid, SIGKILL);
+    }
+  }
+  closedir(proc);
+}
+
 bool ControlNode::Finished() const {
   for (const auto& l : locals_) {
     if (!l->reaped) return false;
@@ -694,7 +739,7 @@ bool ControlNode::Finished() const {
   for (const auto& s : sources_) {
     if (s->fd >= 0) return false;
   }
-  return true;
+  return !HasChildren();
 }
 
 int ControlNode::Run() {
@@ -906,6 +951,7 @@ int ControlNode::Run() {
     OnTimers(now);
     if (drain_deadline.has_value() && now >= *drain_deadline) {
       drain_deadline.reset();
+      KillStrayChildren();
       for (auto& s : sources_) {
         if (s->fd >= 0) {
           (s->is_stderr ? stderr_ : stdout_).Finish(s->fd);

@@ -132,6 +132,9 @@ class ControlNode {
   void KillAll(int sig);
   void NoteFirstExit(absl::Time now);
   bool Finished() const;
+  // Whether this process still has children (reaped or not yet).
+  static bool HasChildren();
+  void KillStrayChildren();
   void Verbose(const std::string& message) const;
   void Say(const std::string& message) const;
   void SetJobCode(int code);

@@ -22,9 +22,13 @@
 //
 // Options before the mode:
 //   --pids DIR             write DIR/<rank>.pid (and DIR/<rank>.child for a
-//                          background child started with --child)
+//                          background child started with --child), then,
+//                          once every rank has, DIR/ready
 //   --child                start a long-sleeping child process first (it
 //                          must not outlive the job)
+//   --escape               the same, but the child leaves the ranks' process
+//                          group and session (setsid) and closes its output,
+//                          as a daemon would
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -128,6 +132,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string pid_dir;
   bool start_child = false;
+  bool escape = false;
   size_t a = 0;
   while (a < args.size() && args[a].rfind("--", 0) == 0) {
     if (args[a] == "--pids" && a + 1 < args.size()) {
@@ -135,6 +140,10 @@ int main(int argc, char** argv) {
       a += 2;
     } else if (args[a] == "--child") {
       start_child = true;
+      ++a;
+    } else if (args[a] == "--escape") {
+      start_child = true;
+      escape = true;
       ++a;
     } else {
       std::fprintf(stderr, "bootstrap_client: unknown option %s\n",
@@ -158,6 +167,13 @@ int main(int argc, char** argv) {
   if (start_child) {
     const pid_t child = fork();
     if (child == 0) {
+      if (escape) {
+        setsid();
+        const int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+      }
       execlp("sleep", "sleep", "1000", static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -166,8 +182,12 @@ int main(int argc, char** argv) {
                 absl::StrFormat("%d\n", child));
     }
   }
-  // Every rank has written its files before any test action starts.
+  // Every rank has written its files before any test action starts; then
+  // rank 0 says so with DIR/ready (tests wait for it before signalling).
   b->Barrier();
+  if (!pid_dir.empty() && me == 0) {
+    WriteFile(pid_dir + "/ready", "ready\n");
+  }
 
   if (mode == "collectives") {
     Collectives(*b);

@@ -167,6 +167,20 @@ TEST_P(ForkJobTest, SigkilledRankEndsTheJobAndNothingSurvives) {
   EXPECT_THAT(r.survivors, IsEmpty());
 }
 
+TEST_P(ForkJobTest, DaemonsTheRanksStartDoNotOutliveTheJob) {
+  const int n = GetParam();
+  const std::string pids = MakeTempDir("pids");
+  // Each rank's child leaves the process group and closes its output: only
+  // the launcher adopting it (child subreaper) can still find it.
+  JobResult r = Launch({"-n", std::to_string(n), Client(), "--pids", pids,
+                        "--escape", "collectives"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::vector<pid_t> all = PidsInDir(pids);
+  EXPECT_EQ(all.size(), static_cast<size_t>(2 * n));
+  EXPECT_THAT(LivePids(all), IsEmpty());
+  EXPECT_THAT(r.survivors, IsEmpty());
+}
+
 TEST_P(ForkJobTest, OutputLinesArriveWhole) {
   const int n = GetParam();
   const int k = 300;
@@ -244,7 +258,7 @@ TEST(LauncherTest, SigtermToTheLauncherEndsTheJob) {
                "--pids",   pids, "--child", "spin"};
   spec.env = BaseEnv();
   spec.signal = SIGTERM;
-  spec.signal_when_file = pids + "/3.child";
+  spec.signal_when_file = pids + "/ready";
   JobResult r = RunJob(spec);
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << Describe(r);
   EXPECT_THAT(r.err, HasSubstr("received signal 15"));
@@ -258,7 +272,7 @@ TEST(LauncherTest, SigkilledLauncherTakesItsRanksWithIt) {
   spec.argv = {Launcher(), "-n", "4", Client(), "--pids", pids, "spin"};
   spec.env = BaseEnv();
   spec.signal = SIGKILL;
-  spec.signal_when_file = pids + "/3.pid";
+  spec.signal_when_file = pids + "/ready";
   JobResult r = RunJob(spec);
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
   const std::vector<pid_t> ranks = PidsInDir(pids);
