@@ -136,13 +136,13 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
   switch (wire::TypeOf(*body)) {
     case wire::MessageType::kCollectiveFailed: {
       absl::StatusOr<wire::CollectiveFailed> f =
-          wire::DecodeCollectiveFailed(*body);
+          wire::Decode<wire::CollectiveFailed>(*body);
       FatalErrorF("bootstrap %s #%d failed: %s", name, seq,
                   f.ok() ? f->reason : std::string(f.status().message()));
     }
     case wire::MessageType::kCollectiveDown: {
       absl::StatusOr<wire::CollectiveDown> d =
-          wire::DecodeCollectiveDown(*body);
+          wire::Decode<wire::CollectiveDown>(*body);
       if (!d.ok()) {
         FatalErrorF("bootstrap %s #%d: %s", name, seq, d.status().message());
       }

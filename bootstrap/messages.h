@@ -128,38 +128,6 @@ std::string Encode(const T& m);
 template <typename T>
 absl::StatusOr<T> Decode(std::string_view body);
 
-inline absl::StatusOr<Hello> DecodeHello(std::string_view b) {
-  return Decode<Hello>(b);
-}
-inline absl::StatusOr<CollectiveUp> DecodeCollectiveUp(std::string_view b) {
-  return Decode<CollectiveUp>(b);
-}
-inline absl::StatusOr<CollectiveDown> DecodeCollectiveDown(std::string_view b) {
-  return Decode<CollectiveDown>(b);
-}
-inline absl::StatusOr<CollectiveFailed> DecodeCollectiveFailed(
-    std::string_view b) {
-  return Decode<CollectiveFailed>(b);
-}
-inline absl::StatusOr<Fini> DecodeFini(std::string_view b) {
-  return Decode<Fini>(b);
-}
-inline absl::StatusOr<Abort> DecodeAbort(std::string_view b) {
-  return Decode<Abort>(b);
-}
-inline absl::StatusOr<RankExited> DecodeRankExited(std::string_view b) {
-  return Decode<RankExited>(b);
-}
-inline absl::StatusOr<Kill> DecodeKill(std::string_view b) {
-  return Decode<Kill>(b);
-}
-inline absl::StatusOr<AgentError> DecodeAgentError(std::string_view b) {
-  return Decode<AgentError>(b);
-}
-inline absl::StatusOr<AgentReady> DecodeAgentReady(std::string_view b) {
-  return Decode<AgentReady>(b);
-}
-
 // The type byte of a frame body (kHello for an empty body, which no
 // decoder accepts).
 MessageType TypeOf(std::string_view body);

@@ -174,7 +174,7 @@ TEST(MessagesRoundTrip, Hello) {
   m.pid = 123456;
   m.token = 0x0123456789abcdefull;
   m.hostname = "node-7.example.org";
-  Hello got = RoundTrip(m, DecodeHello);
+  Hello got = RoundTrip(m, Decode<Hello>);
   EXPECT_EQ(got.role, PeerRole::kAgent);
   EXPECT_EQ(got.id, 0xfffffffeu);
   EXPECT_EQ(got.pid, 123456u);
@@ -186,7 +186,7 @@ TEST(MessagesRoundTrip, Hello) {
   m.pid = 0xffffffff;
   m.token = ~0ull;
   m.hostname = "";
-  got = RoundTrip(m, DecodeHello);
+  got = RoundTrip(m, Decode<Hello>);
   EXPECT_EQ(got.role, PeerRole::kRank);
   EXPECT_EQ(got.id, 0u);
   EXPECT_EQ(got.pid, 0xffffffffu);
@@ -194,7 +194,7 @@ TEST(MessagesRoundTrip, Hello) {
   EXPECT_EQ(got.hostname, "");
 
   m.hostname = AllBytes(3 << 20);
-  got = RoundTrip(m, DecodeHello);
+  got = RoundTrip(m, Decode<Hello>);
   EXPECT_EQ(got.hostname, m.hostname);
 }
 
@@ -207,7 +207,7 @@ TEST(MessagesRoundTrip, CollectiveUpEveryOp) {
     m.len = 0x0000012345678901ull;
     m.root = 77;
     m.entries = {{3, "abc"}, {0, ""}, {0xffffffff, std::string("\0\1\2", 3)}};
-    CollectiveUp got = RoundTrip(m, DecodeCollectiveUp);
+    CollectiveUp got = RoundTrip(m, Decode<CollectiveUp>);
     EXPECT_EQ(got.seq, 0xfffffff0u);
     EXPECT_EQ(got.op, op);
     EXPECT_EQ(got.len, 0x0000012345678901ull);
@@ -219,15 +219,15 @@ TEST(MessagesRoundTrip, CollectiveUpEveryOp) {
 TEST(MessagesRoundTrip, CollectiveUpZeroManyAndLargeEntries) {
   CollectiveUp m;
   m.op = CollectiveOp::kAllgather;
-  CollectiveUp got = RoundTrip(m, DecodeCollectiveUp);
+  CollectiveUp got = RoundTrip(m, Decode<CollectiveUp>);
   EXPECT_THAT(got.entries, IsEmpty());
 
   m.entries = ManyEntries(5000);
-  got = RoundTrip(m, DecodeCollectiveUp);
+  got = RoundTrip(m, Decode<CollectiveUp>);
   EXPECT_EQ(Flatten(got.entries), Flatten(m.entries));
 
   m.entries = {{1, AllBytes(2 << 20)}, {2, ""}, {3, AllBytes(1 << 20)}};
-  got = RoundTrip(m, DecodeCollectiveUp);
+  got = RoundTrip(m, Decode<CollectiveUp>);
   EXPECT_EQ(Flatten(got.entries), Flatten(m.entries));
 }
 
@@ -236,14 +236,14 @@ TEST(MessagesRoundTrip, CollectiveDownUniform) {
   m.seq = 9;
   m.uniform = true;
   m.data = "";
-  CollectiveDown got = RoundTrip(m, DecodeCollectiveDown);
+  CollectiveDown got = RoundTrip(m, Decode<CollectiveDown>);
   EXPECT_EQ(got.seq, 9u);
   EXPECT_TRUE(got.uniform);
   EXPECT_EQ(got.data, "");
   EXPECT_THAT(got.entries, IsEmpty());
 
   m.data = AllBytes(3 << 20);
-  got = RoundTrip(m, DecodeCollectiveDown);
+  got = RoundTrip(m, Decode<CollectiveDown>);
   EXPECT_TRUE(got.uniform);
   EXPECT_EQ(got.data, m.data);
 }
@@ -252,13 +252,13 @@ TEST(MessagesRoundTrip, CollectiveDownPerRank) {
   CollectiveDown m;
   m.seq = 0x80000000;
   m.uniform = false;
-  CollectiveDown got = RoundTrip(m, DecodeCollectiveDown);
+  CollectiveDown got = RoundTrip(m, Decode<CollectiveDown>);
   EXPECT_EQ(got.seq, 0x80000000u);
   EXPECT_FALSE(got.uniform);
   EXPECT_THAT(got.entries, IsEmpty());
 
   m.entries = ManyEntries(3000);
-  got = RoundTrip(m, DecodeCollectiveDown);
+  got = RoundTrip(m, Decode<CollectiveDown>);
   EXPECT_FALSE(got.uniform);
   EXPECT_EQ(Flatten(got.entries), Flatten(m.entries));
   EXPECT_EQ(got.data, "");
@@ -266,71 +266,71 @@ TEST(MessagesRoundTrip, CollectiveDownPerRank) {
 
 TEST(MessagesRoundTrip, CollectiveFailed) {
   CollectiveFailed m{42, "rank 3 exited with status 1 before joining"};
-  CollectiveFailed got = RoundTrip(m, DecodeCollectiveFailed);
+  CollectiveFailed got = RoundTrip(m, Decode<CollectiveFailed>);
   EXPECT_EQ(got.seq, 42u);
   EXPECT_EQ(got.reason, m.reason);
 
   m.reason = "";
-  EXPECT_EQ(RoundTrip(m, DecodeCollectiveFailed).reason, "");
+  EXPECT_EQ(RoundTrip(m, Decode<CollectiveFailed>).reason, "");
   m.reason = AllBytes(100000);
-  EXPECT_EQ(RoundTrip(m, DecodeCollectiveFailed).reason, m.reason);
+  EXPECT_EQ(RoundTrip(m, Decode<CollectiveFailed>).reason, m.reason);
 }
 
 TEST(MessagesRoundTrip, Fini) {
-  EXPECT_EQ(RoundTrip(Fini{0}, DecodeFini).rank, 0u);
-  EXPECT_EQ(RoundTrip(Fini{0xabcdef01}, DecodeFini).rank, 0xabcdef01u);
+  EXPECT_EQ(RoundTrip(Fini{0}, Decode<Fini>).rank, 0u);
+  EXPECT_EQ(RoundTrip(Fini{0xabcdef01}, Decode<Fini>).rank, 0xabcdef01u);
 }
 
 TEST(MessagesRoundTrip, Abort) {
   Abort m{17, -3, "it went wrong"};
-  Abort got = RoundTrip(m, DecodeAbort);
+  Abort got = RoundTrip(m, Decode<Abort>);
   EXPECT_EQ(got.rank, 17u);
   EXPECT_EQ(got.exit_code, -3);
   EXPECT_EQ(got.reason, "it went wrong");
 
   m = Abort{0xffffffff, INT32_MIN, ""};
-  got = RoundTrip(m, DecodeAbort);
+  got = RoundTrip(m, Decode<Abort>);
   EXPECT_EQ(got.rank, 0xffffffffu);
   EXPECT_EQ(got.exit_code, INT32_MIN);
   EXPECT_EQ(got.reason, "");
 
   m.exit_code = INT32_MAX;
   m.reason = AllBytes(1 << 20);
-  got = RoundTrip(m, DecodeAbort);
+  got = RoundTrip(m, Decode<Abort>);
   EXPECT_EQ(got.exit_code, INT32_MAX);
   EXPECT_EQ(got.reason, m.reason);
 }
 
 TEST(MessagesRoundTrip, RankExited) {
-  RankExited got = RoundTrip(RankExited{5, 0x0100}, DecodeRankExited);
+  RankExited got = RoundTrip(RankExited{5, 0x0100}, Decode<RankExited>);
   EXPECT_EQ(got.rank, 5u);
   EXPECT_EQ(got.wait_status, 0x0100);
-  got = RoundTrip(RankExited{0, -1}, DecodeRankExited);
+  got = RoundTrip(RankExited{0, -1}, Decode<RankExited>);
   EXPECT_EQ(got.rank, 0u);
   EXPECT_EQ(got.wait_status, -1);
 }
 
 TEST(MessagesRoundTrip, Kill) {
-  EXPECT_EQ(RoundTrip(Kill{15}, DecodeKill).signal, 15);
-  EXPECT_EQ(RoundTrip(Kill{-9}, DecodeKill).signal, -9);
-  EXPECT_EQ(RoundTrip(Kill{0}, DecodeKill).signal, 0);
+  EXPECT_EQ(RoundTrip(Kill{15}, Decode<Kill>).signal, 15);
+  EXPECT_EQ(RoundTrip(Kill{-9}, Decode<Kill>).signal, -9);
+  EXPECT_EQ(RoundTrip(Kill{0}, Decode<Kill>).signal, 0);
 }
 
 TEST(MessagesRoundTrip, AgentError) {
   AgentError got =
-      RoundTrip(AgentError{127, "cannot start ./a.out"}, DecodeAgentError);
+      RoundTrip(AgentError{127, "cannot start ./a.out"}, Decode<AgentError>);
   EXPECT_EQ(got.exit_code, 127);
   EXPECT_EQ(got.message, "cannot start ./a.out");
-  got = RoundTrip(AgentError{-2, ""}, DecodeAgentError);
+  got = RoundTrip(AgentError{-2, ""}, Decode<AgentError>);
   EXPECT_EQ(got.exit_code, -2);
   EXPECT_EQ(got.message, "");
   const std::string big = AllBytes(2 << 20);
-  EXPECT_EQ(RoundTrip(AgentError{1, big}, DecodeAgentError).message, big);
+  EXPECT_EQ(RoundTrip(AgentError{1, big}, Decode<AgentError>).message, big);
 }
 
 TEST(MessagesRoundTrip, AgentReady) {
-  EXPECT_EQ(RoundTrip(AgentReady{0}, DecodeAgentReady).host, 0u);
-  EXPECT_EQ(RoundTrip(AgentReady{4096}, DecodeAgentReady).host, 4096u);
+  EXPECT_EQ(RoundTrip(AgentReady{0}, Decode<AgentReady>).host, 0u);
+  EXPECT_EQ(RoundTrip(AgentReady{4096}, Decode<AgentReady>).host, 4096u);
 }
 
 TEST(Messages, TypeOfAndNames) {
@@ -379,25 +379,26 @@ std::vector<DecodeCase> AllDecodeCases() {
 
   auto B = [](const std::string& frame) { return frame.substr(4); };
   return {
-      {"Hello", MessageType::kHello, B(Encode(hello)), StatusOf(DecodeHello)},
+      {"Hello", MessageType::kHello, B(Encode(hello)), StatusOf(Decode<Hello>)},
       {"CollectiveUp", MessageType::kCollectiveUp, B(Encode(up)),
-       StatusOf(DecodeCollectiveUp)},
+       StatusOf(Decode<CollectiveUp>)},
       {"CollectiveDown(uniform)", MessageType::kCollectiveDown,
-       B(Encode(uniform)), StatusOf(DecodeCollectiveDown)},
+       B(Encode(uniform)), StatusOf(Decode<CollectiveDown>)},
       {"CollectiveDown(per rank)", MessageType::kCollectiveDown,
-       B(Encode(per_rank)), StatusOf(DecodeCollectiveDown)},
+       B(Encode(per_rank)), StatusOf(Decode<CollectiveDown>)},
       {"CollectiveFailed", MessageType::kCollectiveFailed,
-       B(Encode(CollectiveFailed{1, "why"})), StatusOf(DecodeCollectiveFailed)},
-      {"Fini", MessageType::kFini, B(Encode(Fini{3})), StatusOf(DecodeFini)},
+       B(Encode(CollectiveFailed{1, "why"})),
+       StatusOf(Decode<CollectiveFailed>)},
+      {"Fini", MessageType::kFini, B(Encode(Fini{3})), StatusOf(Decode<Fini>)},
       {"Abort", MessageType::kAbort, B(Encode(Abort{1, 2, "bye"})),
-       StatusOf(DecodeAbort)},
+       StatusOf(Decode<Abort>)},
       {"RankExited", MessageType::kRankExited, B(Encode(RankExited{1, 256})),
-       StatusOf(DecodeRankExited)},
-      {"Kill", MessageType::kKill, B(Encode(Kill{15})), StatusOf(DecodeKill)},
+       StatusOf(Decode<RankExited>)},
+      {"Kill", MessageType::kKill, B(Encode(Kill{15})), StatusOf(Decode<Kill>)},
       {"AgentError", MessageType::kAgentError, B(Encode(AgentError{1, "oops"})),
-       StatusOf(DecodeAgentError)},
+       StatusOf(Decode<AgentError>)},
       {"AgentReady", MessageType::kAgentReady, B(Encode(AgentReady{7})),
-       StatusOf(DecodeAgentReady)},
+       StatusOf(Decode<AgentReady>)},
   };
 }
 
@@ -468,14 +469,14 @@ TEST(MessagesMalformed, UnknownRoleAndOperationAreRejected) {
   std::string hello = Encode(Hello{}).substr(4);
   for (uint8_t role : {0, 3, 255}) {
     hello[1] = static_cast<char>(role);
-    const absl::Status s = DecodeHello(hello).status();
+    const absl::Status s = Decode<Hello>(hello).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << int{role};
     EXPECT_THAT(std::string(s.message()), HasSubstr("hello"));
   }
   std::string up = Encode(CollectiveUp{}).substr(4);
   for (uint8_t op : {0, 5, 255}) {
     up[5] = static_cast<char>(op);  // type byte, 4-byte seq, then op
-    const absl::Status s = DecodeCollectiveUp(up).status();
+    const absl::Status s = Decode<CollectiveUp>(up).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << int{op};
     EXPECT_THAT(std::string(s.message()), HasSubstr("collective"));
   }
@@ -508,7 +509,7 @@ TEST(MessagesMalformed, HugeEntryCountDoesNotAllocateHugely) {
       const std::string body = UpBodyClaiming(count, tail);
       g_largest_allocation = 0;
       g_track_allocations = true;
-      absl::StatusOr<CollectiveUp> up = DecodeCollectiveUp(body);
+      absl::StatusOr<CollectiveUp> up = Decode<CollectiveUp>(body);
       g_track_allocations = false;
       EXPECT_FALSE(up.ok()) << count;
       EXPECT_EQ(up.status().code(), absl::StatusCode::kDataLoss);
@@ -522,7 +523,7 @@ TEST(MessagesMalformed, HugeEntryCountDoesNotAllocateHugely) {
   const std::string body = b.Finish().substr(4);
   g_largest_allocation = 0;
   g_track_allocations = true;
-  absl::StatusOr<CollectiveDown> down = DecodeCollectiveDown(body);
+  absl::StatusOr<CollectiveDown> down = Decode<CollectiveDown>(body);
   g_track_allocations = false;
   EXPECT_FALSE(down.ok());
   EXPECT_LT(g_largest_allocation.load(), size_t{1} << 16);
@@ -535,7 +536,7 @@ TEST(MessagesMalformed, HugeByteStringLengthIsRejected) {
   const std::string body = b.Finish().substr(4);
   g_largest_allocation = 0;
   g_track_allocations = true;
-  absl::StatusOr<AgentError> m = DecodeAgentError(body);
+  absl::StatusOr<AgentError> m = Decode<AgentError>(body);
   g_track_allocations = false;
   EXPECT_EQ(m.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_LT(g_largest_allocation.load(), size_t{1} << 16);
@@ -653,7 +654,7 @@ TEST(FrameAssemblerTest, SeveralFramesInOneAppend) {
   next = assembler.Next();
   ASSERT_TRUE(next.ok());
   ASSERT_TRUE(next->has_value());
-  absl::StatusOr<Fini> fini = DecodeFini(**next);
+  absl::StatusOr<Fini> fini = Decode<Fini>(**next);
   ASSERT_TRUE(fini.ok()) << fini.status();
   EXPECT_EQ(fini->rank, 99u);
 }
@@ -791,7 +792,7 @@ TEST(SocketFrames, FrameLargerThanTheSocketBuffer) {
   ASSERT_TRUE(body.ok()) << body.status();
   ASSERT_EQ(body->size(), frame.size() - 4);
   EXPECT_TRUE(*body == frame.substr(4));
-  absl::StatusOr<AgentError> m = DecodeAgentError(*body);
+  absl::StatusOr<AgentError> m = Decode<AgentError>(*body);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->message.size(), size);
 }

@@ -55,19 +55,21 @@ Frame DecodeFrame(const std::string& frame) {
   out.type = wire::TypeOf(body);
   switch (out.type) {
     case MessageType::kCollectiveUp: {
-      absl::StatusOr<CollectiveUp> m = wire::DecodeCollectiveUp(body);
+      absl::StatusOr<CollectiveUp> m = wire::Decode<wire::CollectiveUp>(body);
       EXPECT_TRUE(m.ok()) << m.status();
       if (m.ok()) out.up = *m;
       break;
     }
     case MessageType::kCollectiveDown: {
-      absl::StatusOr<CollectiveDown> m = wire::DecodeCollectiveDown(body);
+      absl::StatusOr<CollectiveDown> m =
+          wire::Decode<wire::CollectiveDown>(body);
       EXPECT_TRUE(m.ok()) << m.status();
       if (m.ok()) out.down = *m;
       break;
     }
     case MessageType::kCollectiveFailed: {
-      absl::StatusOr<CollectiveFailed> m = wire::DecodeCollectiveFailed(body);
+      absl::StatusOr<CollectiveFailed> m =
+          wire::Decode<wire::CollectiveFailed>(body);
       EXPECT_TRUE(m.ok()) << m.status();
       if (m.ok()) out.failed = *m;
       break;

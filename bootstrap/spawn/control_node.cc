@@ -355,7 +355,7 @@ void ControlNode::HandleRankFrame(LocalRank& rank, std::string_view body) {
   absl::Status bad;
   switch (wire::TypeOf(body)) {
     case wire::MessageType::kCollectiveUp: {
-      auto up = wire::DecodeCollectiveUp(body);
+      auto up = wire::Decode<wire::CollectiveUp>(body);
       if (!up.ok()) {
         bad = up.status();
         break;
@@ -364,7 +364,7 @@ void ControlNode::HandleRankFrame(LocalRank& rank, std::string_view body) {
       break;
     }
     case wire::MessageType::kFini: {
-      auto m = wire::DecodeFini(body);
+      auto m = wire::Decode<wire::Fini>(body);
       if (!m.ok() || m->rank != rank.rank) {
         bad = m.ok() ? absl::DataLossError("fini names another rank")
                      : m.status();
@@ -374,7 +374,7 @@ void ControlNode::HandleRankFrame(LocalRank& rank, std::string_view body) {
       break;
     }
     case wire::MessageType::kAbort: {
-      auto m = wire::DecodeAbort(body);
+      auto m = wire::Decode<wire::Abort>(body);
       if (!m.ok()) {
         bad = m.status();
         break;
@@ -400,44 +400,44 @@ void ControlNode::HandleAgentFrame(size_t index, std::string_view body) {
   absl::Status bad;
   switch (wire::TypeOf(body)) {
     case wire::MessageType::kCollectiveUp: {
-      auto up = wire::DecodeCollectiveUp(body);
+      auto up = wire::Decode<wire::CollectiveUp>(body);
       bad = up.ok() ? relay_->OnUp(ChildIndexOfAgent(index), *std::move(up),
                                    absl::Now())
                     : up.status();
       break;
     }
     case wire::MessageType::kCollectiveFailed: {
-      auto m = wire::DecodeCollectiveFailed(body);
+      auto m = wire::Decode<wire::CollectiveFailed>(body);
       if (m.ok()) relay_->OnFailedFromChild(*m);
       bad = m.status();
       break;
     }
     case wire::MessageType::kFini: {
-      auto m = wire::DecodeFini(body);
+      auto m = wire::Decode<wire::Fini>(body);
       if (m.ok()) HandleFini(m->rank);
       bad = m.status();
       break;
     }
     case wire::MessageType::kAbort: {
-      auto m = wire::DecodeAbort(body);
+      auto m = wire::Decode<wire::Abort>(body);
       if (m.ok()) HandleAbort(*m);
       bad = m.status();
       break;
     }
     case wire::MessageType::kRankExited: {
-      auto m = wire::DecodeRankExited(body);
+      auto m = wire::Decode<wire::RankExited>(body);
       if (m.ok()) HandleRankExit(m->rank, m->wait_status);
       bad = m.status();
       break;
     }
     case wire::MessageType::kAgentError: {
-      auto m = wire::DecodeAgentError(body);
+      auto m = wire::Decode<wire::AgentError>(body);
       if (m.ok()) HandleAgentError(m->exit_code, m->message);
       bad = m.status();
       break;
     }
     case wire::MessageType::kAgentReady: {
-      auto m = wire::DecodeAgentReady(body);
+      auto m = wire::Decode<wire::AgentReady>(body);
       if (m.ok()) {
         Verbose(absl::StrFormat("host %s: %s started", a.launch.host,
                                 Ranks(a.launch.ranks)));
@@ -459,7 +459,7 @@ void ControlNode::HandleAgentFrame(size_t index, std::string_view body) {
 void ControlNode::HandleParentFrame(std::string_view body) {
   switch (wire::TypeOf(body)) {
     case wire::MessageType::kCollectiveDown: {
-      auto m = wire::DecodeCollectiveDown(body);
+      auto m = wire::Decode<wire::CollectiveDown>(body);
       if (m.ok()) {
         relay_->OnDown(*m);
         return;
@@ -467,7 +467,7 @@ void ControlNode::HandleParentFrame(std::string_view body) {
       break;
     }
     case wire::MessageType::kCollectiveFailed: {
-      auto m = wire::DecodeCollectiveFailed(body);
+      auto m = wire::Decode<wire::CollectiveFailed>(body);
       if (m.ok()) {
         relay_->OnFailedFromParent(*m);
         return;
@@ -475,7 +475,7 @@ void ControlNode::HandleParentFrame(std::string_view body) {
       break;
     }
     case wire::MessageType::kKill: {
-      auto m = wire::DecodeKill(body);
+      auto m = wire::Decode<wire::Kill>(body);
       if (m.ok() && m->signal > 0 && m->signal < NSIG) {
         KillAll(m->signal);
         return;
@@ -493,7 +493,7 @@ void ControlNode::HandleParentFrame(std::string_view body) {
 }
 
 void ControlNode::HandleHello(PendingConnection& conn, std::string_view body) {
-  auto hello = wire::DecodeHello(body);
+  auto hello = wire::Decode<wire::Hello>(body);
   std::string problem;
   if (!hello.ok()) {
     problem = std::string(hello.status().message());
