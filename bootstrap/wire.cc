@@ -28,14 +28,6 @@ uint64_t LoadLe(const char* p, int bytes) {
   return v;
 }
 
-// Milliseconds until `deadline` for poll(): at least 0, at most an int.
-int PollTimeoutMs(absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return -1;
-  const int64_t ms = absl::ToInt64Milliseconds(
-      absl::Ceil(deadline - absl::Now(), absl::Milliseconds(1)));
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
-}
-
 // Reads exactly `n` bytes (no more: the next frame stays in the socket).
 absl::Status ReadExactly(int fd, char* out, size_t n, absl::Time deadline) {
   size_t got = 0;
@@ -67,6 +59,13 @@ absl::Status ReadExactly(int fd, char* out, size_t n, absl::Time deadline) {
 }
 
 }  // namespace
+
+int PollTimeoutMs(absl::Time deadline, absl::Time now) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  const int64_t ms = absl::ToInt64Milliseconds(
+      absl::Ceil(deadline - now, absl::Milliseconds(1)));
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+}
 
 std::string_view MessageTypeName(MessageType type) {
   switch (type) {

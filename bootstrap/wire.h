@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace gex::wire {
@@ -118,6 +119,10 @@ class FrameAssembler {
   std::string buffer_;
   size_t consumed_ = 0;
 };
+
+// Milliseconds from `now` until `deadline` as poll(2) takes them: -1 for
+// an infinite deadline, else rounded up and clamped to [0, 2^30].
+int PollTimeoutMs(absl::Time deadline, absl::Time now = absl::Now());
 
 // Writes all of `frame` to a blocking or non-blocking socket `fd`, retrying
 // partial writes and EINTR (waiting in poll() on EAGAIN, until `deadline`).

@@ -35,13 +35,6 @@ constexpr absl::Duration kDrainGrace = absl::Seconds(2);
 
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-int PollTimeoutMs(absl::Time deadline, absl::Time now) {
-  if (deadline == absl::InfiniteFuture()) return -1;
-  const int64_t ms = absl::ToInt64Milliseconds(
-      absl::Ceil(deadline - now, absl::Milliseconds(1)));
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
-}
-
 std::string Ranks(const std::vector<Rank>& ranks) {
   if (ranks.empty()) return "no ranks";
   if (ranks.size() == 1) return absl::StrFormat("rank %d", ranks[0]);
@@ -349,9 +342,8 @@ void ControlNode::AgentLost(size_t index, const std::string& why) {
                                    a.launch.host, why));
 }
 
-void ControlNode::HandleRankFrame(LocalRank& rank, std::string_view body) {
-  size_t index = 0;
-  while (locals_[index].get() != &rank) ++index;
+void ControlNode::HandleRankFrame(size_t index, std::string_view body) {
+  LocalRank& rank = *locals_[index];
   absl::Status bad;
   switch (wire::TypeOf(body)) {
     case wire::MessageType::kCollectiveUp: {
@@ -573,6 +565,13 @@ void ControlNode::ReadOutput(Source& source) {
   }
 }
 
+bool ControlNode::AllRanksReported(const AgentChild& agent) const {
+  for (Rank r : agent.launch.ranks) {
+    if (!rank_exited_[r]) return false;
+  }
+  return true;
+}
+
 void ControlNode::Reap() {
   while (true) {
     int status = 0;
@@ -584,8 +583,10 @@ void ControlNode::Reap() {
       // What it said before it died (an abort, a fini) comes first.
       if (l.control_fd >= 0) {
         bool eof = false;
-        ReadControl(l.control_fd, l.assembler, &eof,
-                    [&](std::string_view body) { HandleRankFrame(l, body); });
+        const size_t index = it->second;
+        ReadControl(
+            l.control_fd, l.assembler, &eof,
+            [&](std::string_view body) { HandleRankFrame(index, body); });
         close(l.control_fd);
         l.control_fd = -1;
       }
@@ -606,15 +607,13 @@ void ControlNode::Reap() {
         a.conn_fd = -1;
       }
       a.closed = true;
-      bool all_reported = true;
-      for (Rank r : a.launch.ranks) all_reported &= rank_exited_[r];
       if (!a.connected) {
         AgentLost(
             it->second,
             absl::StrFormat("could not be started: '%s' %s before the "
                             "agent connected",
                             a.launch.argv[0], DescribeWaitStatus(status)));
-      } else if (!all_reported && killed_with_ != SIGKILL) {
+      } else if (!AllRanksReported(a) && killed_with_ != SIGKILL) {
         AgentLost(it->second, absl::StrFormat("lost: '%s' %s", a.launch.argv[0],
                                               DescribeWaitStatus(status)));
       }
@@ -836,7 +835,7 @@ int ControlNode::Run() {
     for (const auto& p : pending_) {
       if (p->fd >= 0) next = std::min(next, p->deadline);
     }
-    const int timeout = PollTimeoutMs(next, now);
+    const int timeout = wire::PollTimeoutMs(next, now);
     const int n = poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) {
       Say(absl::StrFormat("poll failed: %s", strerror(errno)));
@@ -851,8 +850,9 @@ int ControlNode::Run() {
           LocalRank& l = *locals_[index];
           if (l.control_fd < 0) break;
           bool eof = false;
-          ReadControl(l.control_fd, l.assembler, &eof,
-                      [&](std::string_view body) { HandleRankFrame(l, body); });
+          ReadControl(
+              l.control_fd, l.assembler, &eof,
+              [&](std::string_view body) { HandleRankFrame(index, body); });
           if (eof && l.control_fd >= 0) {
             close(l.control_fd);
             l.control_fd = -1;
@@ -870,9 +870,7 @@ int ControlNode::Run() {
             close(a.conn_fd);
             a.conn_fd = -1;
             a.closed = true;
-            bool all_reported = true;
-            for (Rank r : a.launch.ranks) all_reported &= rank_exited_[r];
-            if (!all_reported && killed_with_ != SIGKILL) {
+            if (!AllRanksReported(a) && killed_with_ != SIGKILL) {
               AgentLost(index,
                         "the agent closed its connection before its "
                         "ranks ended");

@@ -112,7 +112,7 @@ class ControlNode {
   void SendToChild(size_t child, const std::string& frame);
   void SendToParent(const std::string& frame);
 
-  void HandleRankFrame(LocalRank& rank, std::string_view body);
+  void HandleRankFrame(size_t index, std::string_view body);
   void HandleAgentFrame(size_t agent, std::string_view body);
   void HandleParentFrame(std::string_view body);
   void HandleHello(PendingConnection& conn, std::string_view body);
@@ -122,6 +122,8 @@ class ControlNode {
   void HandleRankExit(Rank rank, int wait_status);
   void HandleAgentError(int exit_code, const std::string& message);
   void AgentLost(size_t agent, const std::string& why);
+  // Whether every rank below `agent` has been reported as exited.
+  bool AllRanksReported(const AgentChild& agent) const;
 
   void ReadControl(int fd, wire::FrameAssembler& assembler, bool* eof,
                    const std::function<void(std::string_view)>& handle);
