@@ -1,0 +1,141 @@
+// The shared-memory layout of one rank's PSHM network region: what every
+// supernode peer maps and agrees on. Internal to //pshm.
+//
+// A region belongs to its owner (the receiver of its queues and the sender
+// that fills its pools) and holds, after a one-line header:
+//
+//   for each channel (request, reply):
+//     for each supernode peer s (the owner included, for loopback):
+//       a QueueControl line (the owner's count of slots consumed)
+//       `depth` Slots: messages from s to the owner, one cache line each
+//   for each channel:
+//     the owner's payload pool (`pool_bytes`), chunks for message bodies
+//     that do not fit in a slot
+//
+// Each region describes itself in its header (depth, pool size), so a
+// sender always uses the receiver's own settings.
+#ifndef GEX_PSHM_QUEUE_LAYOUT_H_
+#define GEX_PSHM_QUEUE_LAYOUT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gex::pshm {
+
+inline constexpr size_t kCacheLine = 64;
+
+// Channels: requests and replies travel in separate queues and pools, so a
+// rank waiting to send a reply needs only replies to drain (reply handlers
+// send nothing), which is what makes the network deadlock-free.
+enum class Channel : uint8_t { kRequest = 0, kReply = 1 };
+inline constexpr int kChannels = 2;
+
+enum class Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
+
+inline constexpr uint32_t kMaxArgs = 16;
+// The largest Medium payload (and the largest Long payload per message is
+// the target segment's business, not the queue's).
+inline constexpr uint32_t kMaxMedium = 65536;
+
+namespace layout {
+
+inline constexpr uint64_t kMagic = 0x47455850534d4e31ull;  // "GEXPSMN1"
+inline constexpr uint32_t kVersion = 1;
+
+struct alignas(kCacheLine) RegionHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t peers;
+  uint32_t depth;
+  uint32_t owner_rank;
+  uint64_t pool_bytes;
+};
+static_assert(sizeof(RegionHeader) == kCacheLine);
+
+// The receiver's count of slots it has taken from one queue; the sender
+// reads it only when its own view of the queue says full.
+struct alignas(kCacheLine) QueueControl {
+  std::atomic<uint32_t> consumed;
+};
+static_assert(sizeof(QueueControl) == kCacheLine);
+
+// Slot flags.
+inline constexpr uint8_t kInChunk = 1;    // Body is in the sender's pool.
+inline constexpr uint8_t kCancelled = 2;  // Nothing to deliver.
+
+inline constexpr size_t kSlotHeaderBytes = 16;
+inline constexpr size_t kInlineBytes = kCacheLine - kSlotHeaderBytes;
+
+// One message header, one cache line. `seq` is the queue position + 1 once
+// the slot is published (a release store after everything else is
+// written), so a reader sees a whole message or none.
+struct alignas(kCacheLine) Slot {
+  std::atomic<uint32_t> seq;
+  uint8_t handler;
+  uint8_t category;
+  uint8_t nargs;
+  uint8_t flags;
+  uint32_t payload_len;
+  uint32_t chunk_offset;  // Into the sender's pool, when kInChunk.
+  alignas(16) unsigned char body[kInlineBytes];
+};
+static_assert(sizeof(Slot) == kCacheLine);
+static_assert(offsetof(Slot, body) == kSlotHeaderBytes);
+
+// A message body: [8-byte Long destination][args][pad to 8][payload].
+inline constexpr size_t ArgsOffset(Category c) {
+  return c == Category::kLong ? 8 : 0;
+}
+inline constexpr size_t PayloadOffset(Category c, uint32_t nargs) {
+  return ArgsOffset(c) + ((size_t{4} * nargs + 7) & ~size_t{7});
+}
+inline constexpr size_t BodyBytes(Category c, uint32_t nargs,
+                                  size_t payload_len) {
+  return PayloadOffset(c, nargs) + (c == Category::kMedium ? payload_len : 0);
+}
+
+// A pool chunk: this header, then the body. Chunks are whole cache lines.
+struct alignas(16) ChunkHeader {
+  std::atomic<uint32_t> done;  // Set by the receiver when it is finished.
+  uint32_t bytes;              // The whole chunk, header included.
+  uint64_t unused;
+};
+static_assert(sizeof(ChunkHeader) == 16);
+
+inline constexpr size_t ChunkBytes(size_t body_bytes) {
+  return (sizeof(ChunkHeader) + body_bytes + kCacheLine - 1) &
+         ~(kCacheLine - 1);
+}
+// The largest chunk any message needs; a pool smaller than this could not
+// carry a full-size Medium.
+inline constexpr size_t kMaxChunkBytes =
+    ChunkBytes(BodyBytes(Category::kMedium, kMaxArgs, kMaxMedium) + 8);
+
+inline constexpr size_t QueueBytes(uint32_t depth) {
+  return sizeof(QueueControl) + size_t{depth} * sizeof(Slot);
+}
+
+inline constexpr size_t QueueOffset(uint32_t peers, uint32_t depth,
+                                    Channel channel, uint32_t sender) {
+  return sizeof(RegionHeader) +
+         (size_t{static_cast<uint8_t>(channel)} * peers + sender) *
+             QueueBytes(depth);
+}
+
+inline constexpr size_t PoolOffset(uint32_t peers, uint32_t depth,
+                                   uint64_t pool_bytes, Channel channel) {
+  return sizeof(RegionHeader) + size_t{kChannels} * peers * QueueBytes(depth) +
+         static_cast<uint8_t>(channel) * pool_bytes;
+}
+
+inline constexpr size_t RegionBytes(uint32_t peers, uint32_t depth,
+                                    uint64_t pool_bytes) {
+  return PoolOffset(peers, depth, pool_bytes, Channel::kRequest) +
+         kChannels * pool_bytes;
+}
+
+}  // namespace layout
+}  // namespace gex::pshm
+
+#endif  // GEX_PSHM_QUEUE_LAYOUT_H_

@@ -1,0 +1,146 @@
+// A rank's view of its supernode: the PSHM network to its peers and, once
+// attached, every peer's segment mapped into this process.
+//
+// Start-up, collective over the whole job (every rank calls each step):
+//
+//   NodeMap map = DiscoverNodeMap(bootstrap);
+//   auto sn = Supernode::Create(bootstrap, map, options);   // network up
+//   ... sn->max_local_segment_size() answers gasnet_getMaxLocalSegmentSize
+//   sn->AttachSegment(bootstrap, size);   // segments mapped everywhere
+//   void* p = sn->Translate(peer, address_in_peer_segment, len);
+//
+// Each step creates this rank's shared object, exchanges ids over the
+// bootstrap, maps the peers' objects, and once every peer has mapped them
+// removes the names (shared_object.h): from then on the job cannot leak
+// shared memory, however it ends. Each rank maps its own segment before
+// any peer's (first touch stays local). Failures are agreed on: when one
+// rank cannot create or map an object, every rank's call returns an
+// error, the failing rank's naming the object and the cause.
+#ifndef GEX_PSHM_SUPERNODE_H_
+#define GEX_PSHM_SUPERNODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/node_map.h"
+#include "pshm/am_network.h"
+#include "pshm/queue_config.h"
+#include "pshm/segment_limits.h"
+#include "pshm/shared_object.h"
+
+namespace gex::pshm {
+
+// The job-unique prefix of every shared object name: rank 0's GEX_JOB_ID
+// (set by gasnetrun) or, started some other way, one rank 0 makes up.
+// Collective (a broadcast from rank 0).
+std::string AgreeJobPrefix(Bootstrap& bootstrap);
+
+class Supernode {
+ public:
+  struct Options {
+    Dispatcher dispatcher = nullptr;
+    void* context = nullptr;
+    bool thread_safe = false;
+    // Network size; unset: QueueConfigFromEnv() (the error, if any, is
+    // returned by Create).
+    std::optional<QueueConfig> queue;
+  };
+
+  // A segment as its owner sees it.
+  struct Segment {
+    uintptr_t base = 0;
+    size_t size = 0;
+  };
+
+  static absl::StatusOr<std::unique_ptr<Supernode>> Create(
+      Bootstrap& bootstrap, const NodeMap& map, const Options& options);
+
+  Supernode(const Supernode&) = delete;
+  Supernode& operator=(const Supernode&) = delete;
+  ~Supernode();
+
+  AmNetwork& network() { return *network_; }
+  const std::string& job_prefix() const { return job_prefix_; }
+  const QueueConfig& queue_config() const { return queue_config_; }
+
+  // This rank's supernode index of job rank `r`, or -1 when `r` is not a
+  // supernode peer.
+  int32_t LocalIndex(Rank r) const {
+    return r < local_index_.size() ? local_index_[r] : -1;
+  }
+  uint32_t my_index() const { return my_index_; }
+  // Job ranks by supernode index.
+  const std::vector<Rank>& members() const { return members_; }
+
+  // gasnet_getMaxLocalSegmentSize / gasnet_getMaxGlobalSegmentSize.
+  uint64_t max_local_segment_size() const { return max_local_; }
+  uint64_t max_global_segment_size() const { return max_global_; }
+  // Why max_local_segment_size() is what it is (for messages).
+  const std::string& segment_limit_reason() const { return limit_reason_; }
+
+  // Creates this rank's segment of `size` bytes (rounded up to whole
+  // pages; 0: no segment) and maps every peer's. Collective, once. A size
+  // above max_local_segment_size() is an error on that rank (naming the
+  // size, the limit and why), and every rank's call then fails.
+  absl::Status AttachSegment(Bootstrap& bootstrap, size_t size);
+  bool attached() const { return attached_; }
+
+  // Any rank's segment (after AttachSegment), in its owner's addresses.
+  Segment segment(Rank r) const { return segments_[r]; }
+  // My own segment's address here.
+  void* my_segment() const {
+    return reinterpret_cast<void*>(segments_[members_[my_index_]].base);
+  }
+
+  // Where [address, address + len) of rank `r`'s segment (an address as
+  // `r` sees it) is mapped in this process, for direct loads and stores;
+  // null when `r` is not a supernode peer or the range is not inside its
+  // segment.
+  void* Translate(Rank r, uintptr_t address, size_t len) const {
+    const int32_t index = LocalIndex(r);
+    if (index < 0) return nullptr;
+    const Segment& s = segments_[r];
+    if (address < s.base || len > s.size || address - s.base > s.size - len) {
+      return nullptr;
+    }
+    return local_bases_[index] + (address - s.base);
+  }
+
+ private:
+  Supernode() = default;
+
+  // Creates object `serial` of `size` bytes, exchanges ids, maps the
+  // peers' and removes the name. Collective.
+  absl::Status ShareObjects(Bootstrap& bootstrap, uint32_t serial, size_t size,
+                            std::vector<SharedObject>* mapped,
+                            std::vector<uint64_t>* addresses,
+                            std::vector<uint64_t>* sizes,
+                            const std::function<void(void*)>& format,
+                            absl::Status local);
+
+  std::string job_prefix_;
+  QueueConfig queue_config_;
+  uint32_t my_index_ = 0;
+  std::vector<Rank> members_;
+  std::vector<int32_t> local_index_;           // By job rank.
+  std::vector<SharedObject> net_objects_;      // By supernode index.
+  std::vector<SharedObject> segment_objects_;  // By supernode index.
+  std::unique_ptr<AmNetwork> network_;
+  uint64_t max_local_ = 0;
+  uint64_t max_global_ = 0;
+  std::string limit_reason_;
+  bool attached_ = false;
+  std::vector<Segment> segments_;            // By job rank.
+  std::vector<unsigned char*> local_bases_;  // By supernode index.
+};
+
+}  // namespace gex::pshm
+
+#endif  // GEX_PSHM_SUPERNODE_H_
