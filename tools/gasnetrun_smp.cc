@@ -1,10 +1,28 @@
 // gasnetrun_smp: starts a job of the smp conduit. Everything is in the
 // shared launcher (bootstrap/spawn/launcher.h); the smp conduit runs on one
-// host, so its default spawner is fork.
+// host, so its default spawner is fork. When the ranks are gone, the
+// launcher removes any PSHM object a killed rank left behind.
+#include <sys/types.h>
+
+#include <string_view>
+
+#include "absl/types/span.h"
 #include "bootstrap/spawn/launcher.h"
+#include "pshm/shared_object.h"
+
+namespace {
+
+void RemovePshmObjects(std::string_view job_id,
+                       absl::Span<const pid_t> rank_pids) {
+  gex::pshm::RemoveJobObjects(job_id, rank_pids);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return gex::spawn::GasnetrunMain(
       argc, argv,
-      {.conduit = "smp", .default_spawner = gex::spawn::SpawnerKind::kFork});
+      {.conduit = "smp",
+       .default_spawner = gex::spawn::SpawnerKind::kFork,
+       .cleanup = RemovePshmObjects});
 }

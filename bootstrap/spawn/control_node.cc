@@ -961,6 +961,11 @@ int ControlNode::Run() {
   }
   stdout_.FinishAll();
   stderr_.FinishAll();
+  if (options_.cleanup != nullptr) {
+    std::vector<pid_t> pids;
+    for (const auto& [pid, index] : local_by_pid_) pids.push_back(pid);
+    options_.cleanup(options_.job_id, pids);
+  }
   return options_.is_root ? job_code_ : 0;
 }
 

@@ -33,6 +33,7 @@
 #include "bootstrap/messages.h"
 #include "bootstrap/spawn/child_process.h"
 #include "bootstrap/spawn/collective_relay.h"
+#include "bootstrap/spawn/job_cleanup.h"
 #include "bootstrap/spawn/line_forwarder.h"
 
 namespace gex::spawn {
@@ -54,6 +55,8 @@ struct ControlNodeOptions {
   std::vector<std::string> rank_env;
   // Job identity shared by all ranks (GEX_JOB_ID).
   std::string job_id;
+  // Run at the end of Run(), after every local rank is reaped.
+  JobCleanup cleanup = nullptr;
 };
 
 // An agent this node starts on another host through a remote shell.

@@ -131,7 +131,7 @@ std::vector<std::string> PropagatedNames() {
   return names;
 }
 
-int AgentMain(const std::vector<std::string>& args) {
+int AgentMain(const std::vector<std::string>& args, JobCleanup cleanup) {
   // args: kAgentFlag, 9 parameters, "--", program...
   const std::string tool = "gasnetrun agent";
   size_t dashdash = 1;
@@ -194,6 +194,7 @@ int AgentMain(const std::vector<std::string>& args) {
   options.bootstrap_timeout = bootstrap_timeout;
   options.verbose = params->verbose;
   options.job_id = params->job_id;
+  options.cleanup = cleanup;
   ControlNode node(options);
   auto fail = [&](const absl::Status& s) {
     (void)wire::WriteFrame(
@@ -242,7 +243,8 @@ int AgentMain(const std::vector<std::string>& args) {
 
 int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == kAgentFlag) return AgentMain(args);
+  if (!args.empty() && args[0] == kAgentFlag)
+    return AgentMain(args, conduit.cleanup);
 
   const std::string tool = absl::StrFormat("gasnetrun_%s", conduit.conduit);
   const std::string upper = absl::AsciiStrToUpper(conduit.conduit);
@@ -301,6 +303,7 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   options.job_id =
       absl::StrFormat("%08x%d%04x", static_cast<uint32_t>(HostId()), getpid(),
                       static_cast<uint32_t>(token & 0xffff));
+  options.cleanup = conduit.cleanup;
 
   if (*spawner == SpawnerKind::kFork) {
     if (opts.verbose) {

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "bootstrap/spawn/job_cleanup.h"
 #include "bootstrap/spawn/launch_options.h"
 
 namespace gex::spawn {
@@ -18,6 +19,8 @@ namespace gex::spawn {
 struct ConduitLauncher {
   std::string conduit;  // "smp": names the tool and the variable
   SpawnerKind default_spawner = SpawnerKind::kFork;
+  // Removes what killed ranks left behind on a host (job_cleanup.h).
+  JobCleanup cleanup = nullptr;
 };
 
 // Returns the process exit code: the job's (the first nonzero code a rank
