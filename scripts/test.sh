@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
-#   2. the base and bootstrap layers' tests, and the launcher's end-to-end
-#      tests, again under AddressSanitizer and UBSan;
+#   2. the base, bootstrap and pshm layers' tests, and the launcher's and
+#      PSHM's end-to-end tests, again under AddressSanitizer and UBSan; the
+#      PSHM network's threaded tests under ThreadSanitizer;
 #   3. the layering check (no upward dependency edge; the seven dependency
 #      targets exist);
 #   4. a scratch workspace that consumes gex through gex_dependencies().
@@ -44,9 +45,12 @@ run_check() {
 }
 
 run_bazel_tests //...
-sanitized=(//base/... //bootstrap/... //tests/bootstrap/...)
+sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
+  //tests/pshm/...)
 run_bazel_tests --config=asan "${sanitized[@]}"
 run_bazel_tests --config=ubsan "${sanitized[@]}"
+# The lock-free queue's threaded tests, under ThreadSanitizer.
+run_bazel_tests --config=tsan //pshm:am_network_test
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh
