@@ -181,6 +181,14 @@ uint32_t AmNetwork::TryAllocChunk(Pool& p, size_t bytes) {
   return static_cast<uint32_t>(offset) + 1;
 }
 
+void AmNetwork::TooLarge(size_t body_bytes) const {
+  FatalError(absl::StrFormat(
+      "PSHM network: a message body of %u bytes does not fit in a payload "
+      "pool of %u bytes (the largest Medium payload is %u bytes with %u "
+      "arguments)",
+      body_bytes, pools_[0].bytes, kMaxMedium, kMaxArgs));
+}
+
 void AmNetwork::FreeChunk(Pool& p, uint32_t chunk_offset) {
   reinterpret_cast<ChunkHeader*>(p.base + (chunk_offset - 1))
       ->done.store(1, std::memory_order_release);

@@ -181,6 +181,9 @@ class AmNetwork {
   }
 
   bool TryClaimSlot(Producer& p, uint32_t* position);
+  // A body no pool could hold (a caller skipped the AM layer's size
+  // checks): a fatal error naming the size.
+  [[noreturn]] void TooLarge(size_t body_bytes) const;
   // Returns the chunk offset + 1, or 0 when the pool is full.
   uint32_t TryAllocChunk(Pool& pool, size_t bytes);
   void Reclaim(Pool& pool);
@@ -250,6 +253,7 @@ inline SendStatus AmNetwork::Reserve(Channel channel, uint32_t dest,
   if (ABSL_PREDICT_FALSE(body > layout::kInlineBytes)) {
     Pool& own = pool(channel);
     const size_t bytes = layout::ChunkBytes(body);
+    if (ABSL_PREDICT_FALSE(bytes > own.bytes)) TooLarge(body);
     while ((chunk = TryAllocChunk(own, bytes)) == 0) {
       if (immediate) return SendStatus::kWouldBlock;
       WaitProgress(channel);
