@@ -67,14 +67,20 @@ absl::StatusOr<MaxSegSize> ParseMaxSegSize(std::string_view text) {
   return result;
 }
 
-MaxSegSize MaxSegSizeFromEnv() {
+absl::StatusOr<MaxSegSize> TryMaxSegSizeFromEnv() {
   const std::string text = env::GetString(kVariable, "0.85/H");
   absl::StatusOr<MaxSegSize> parsed = ParseMaxSegSize(text);
   if (!parsed.ok()) {
-    FatalError(absl::StrFormat(
+    return absl::InvalidArgumentError(absl::StrFormat(
         "environment variable %s has the invalid value \"%s\": %s", kVariable,
         text, parsed.status().message()));
   }
+  return parsed;
+}
+
+MaxSegSize MaxSegSizeFromEnv() {
+  absl::StatusOr<MaxSegSize> parsed = TryMaxSegSizeFromEnv();
+  if (!parsed.ok()) FatalError(ToStd(parsed.status().message()));
   return *parsed;
 }
 
@@ -95,8 +101,13 @@ std::string DescribeSegmentLimit(const SegmentLimitInputs& in) {
 }
 
 SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks) {
+  return CurrentSegmentLimitInputs(host_ranks, MaxSegSizeFromEnv());
+}
+
+SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks,
+                                             const MaxSegSize& max_segsize) {
   SegmentLimitInputs in;
-  in.max_segsize = MaxSegSizeFromEnv();
+  in.max_segsize = max_segsize;
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGESIZE);
   in.page_size = page > 0 ? static_cast<uint64_t>(page) : 4096;

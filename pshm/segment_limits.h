@@ -35,6 +35,8 @@ absl::StatusOr<MaxSegSize> ParseMaxSegSize(std::string_view text);
 // GASNET_MAX_SEGSIZE (default 0.85/H); a malformed value is a fatal error
 // naming the variable.
 MaxSegSize MaxSegSizeFromEnv();
+// The same, returning the error (naming the variable) instead.
+absl::StatusOr<MaxSegSize> TryMaxSegSizeFromEnv();
 
 struct SegmentLimitInputs {
   MaxSegSize max_segsize;
@@ -55,6 +57,9 @@ std::string DescribeSegmentLimit(const SegmentLimitInputs& in);
 
 // The inputs for this process now.
 SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks);
+// With GASNET_MAX_SEGSIZE already read.
+SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks,
+                                             const MaxSegSize& max_segsize);
 
 }  // namespace gex::pshm
 

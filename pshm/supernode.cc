@@ -95,6 +95,11 @@ absl::StatusOr<std::unique_ptr<Supernode>> Supernode::Create(
       config_status = config.status();
     }
   }
+  // GASNET_MAX_SEGSIZE too is checked before anything is created.
+  absl::StatusOr<MaxSegSize> max_segsize = TryMaxSegSizeFromEnv();
+  if (!max_segsize.ok() && config_status.ok()) {
+    config_status = max_segsize.status();
+  }
   const uint32_t peers = static_cast<uint32_t>(sn->members_.size());
   const size_t net_bytes =
       config_status.ok() ? AmNetwork::RegionBytes(sn->queue_config_, peers) : 0;
@@ -123,7 +128,7 @@ absl::StatusOr<std::unique_ptr<Supernode>> Supernode::Create(
 
   // Segment limits, now that the network's memory is taken.
   const SegmentLimitInputs limits = CurrentSegmentLimitInputs(
-      static_cast<uint32_t>(map.my_host_members().size()));
+      static_cast<uint32_t>(map.my_host_members().size()), *max_segsize);
   sn->max_local_ = MaxLocalSegmentSize(limits);
   sn->limit_reason_ = DescribeSegmentLimit(limits);
   std::vector<uint64_t> all(map.size());
