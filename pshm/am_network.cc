@@ -20,9 +20,7 @@ const RegionHeader& HeaderOf(void* region) {
   return *static_cast<const RegionHeader*>(region);
 }
 
-uint32_t MaskFor(uint32_t depth) {
-  return (depth & (depth - 1)) == 0 ? depth - 1 : 0;
-}
+uint32_t MaskFor(uint32_t depth) { return layout::RingSlots(depth) - 1; }
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,7 +51,7 @@ void AmNetwork::FormatRegion(void* region, const QueueConfig& config,
       reinterpret_cast<QueueControl*>(q)->consumed.store(
           0, std::memory_order_relaxed);
       Slot* slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
-      for (uint32_t i = 0; i < config.depth; ++i) {
+      for (uint32_t i = 0; i < layout::RingSlots(config.depth); ++i) {
         new (&slots[i]) Slot{};
         slots[i].seq.store(0, std::memory_order_relaxed);
       }
@@ -243,7 +241,7 @@ int AmNetwork::PollChannel(Channel channel) {
       // handler runs (and a handler may poll, re-entering this loop).
       if (!LockPoll(channel)) return delivered;
       const uint32_t head = k.head;
-      Slot* slot = &k.slots[Index(head, k.depth, k.mask)];
+      Slot* slot = &k.slots[head & k.mask];
       if (slot->seq.load(std::memory_order_acquire) != head + 1) {
         UnlockPoll(channel);
         break;

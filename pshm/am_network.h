@@ -154,7 +154,7 @@ class AmNetwork {
     layout::Slot* slots = nullptr;
     const std::atomic<uint32_t>* consumed = nullptr;
     uint32_t depth = 0;
-    uint32_t mask = 0;  // depth - 1 when a power of two, else 0.
+    uint32_t mask = 0;  // RingSlots(depth) - 1.
   };
   struct alignas(kCacheLine) Consumer {
     uint32_t head = 0;
@@ -175,10 +175,6 @@ class AmNetwork {
   struct alignas(kCacheLine) PollLock {
     std::atomic<bool> busy{false};
   };
-
-  static uint32_t Index(uint32_t position, uint32_t depth, uint32_t mask) {
-    return mask != 0 ? (position & mask) : (position % depth);
-  }
 
   bool TryClaimSlot(Producer& p, uint32_t* position);
   // A body no pool could hold (a caller skipped the AM layer's size
@@ -222,14 +218,25 @@ class AmNetwork {
 
 inline bool AmNetwork::TryClaimSlot(Producer& p, uint32_t* position) {
   uint32_t tail = p.tail.load(std::memory_order_relaxed);
+  const auto depth = static_cast<int32_t>(p.depth);
   for (;;) {
+    // Distances are signed: another thread may have moved known_consumed
+    // past this thread's snapshot of the tail, which is not "full".
     // (Acquire/release on known_consumed: another thread's view of the
     // receiver's progress must carry the receiver's release with it.)
-    if (tail - p.known_consumed.load(std::memory_order_acquire) >= p.depth) {
+    if (static_cast<int32_t>(
+            tail - p.known_consumed.load(std::memory_order_acquire)) >= depth) {
       // Looks full: ask the receiver how far it got.
       const uint32_t consumed = p.consumed->load(std::memory_order_acquire);
       p.known_consumed.store(consumed, std::memory_order_release);
-      if (tail - consumed >= p.depth) return false;
+      if (static_cast<int32_t>(tail - consumed) >= depth) {
+        // Full, unless another thread took slots meanwhile (then retry
+        // with the newer tail).
+        const uint32_t now = p.tail.load(std::memory_order_relaxed);
+        if (now == tail) return false;
+        tail = now;
+        continue;
+      }
     }
     if (!thread_safe_) {
       p.tail.store(tail + 1, std::memory_order_relaxed);
@@ -268,7 +275,7 @@ inline SendStatus AmNetwork::Reserve(Channel channel, uint32_t dest,
     }
     WaitProgress(channel);
   }
-  layout::Slot* slot = &p.slots[Index(position, p.depth, p.mask)];
+  layout::Slot* slot = &p.slots[position & p.mask];
   r->channel = channel;
   r->category = category;
   r->nargs = nargs;

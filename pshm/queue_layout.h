@@ -7,7 +7,8 @@
 //   for each channel (request, reply):
 //     for each supernode peer s (the owner included, for loopback):
 //       a QueueControl line (the owner's count of slots consumed)
-//       `depth` Slots: messages from s to the owner, one cache line each
+//       RingSlots(depth) Slots: messages from s to the owner, one cache
+//       line each (at most `depth` of them in flight)
 //   for each channel:
 //     the owner's payload pool (`pool_bytes`), chunks for message bodies
 //     that do not fit in a slot
@@ -18,6 +19,7 @@
 #define GEX_PSHM_QUEUE_LAYOUT_H_
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -112,8 +114,16 @@ inline constexpr size_t ChunkBytes(size_t body_bytes) {
 inline constexpr size_t kMaxChunkBytes =
     ChunkBytes(BodyBytes(Category::kMedium, kMaxArgs, kMaxMedium) + 8);
 
+// The ring is a power of two of slots, at least `depth`: queue positions
+// are 32-bit counters that wrap, and only a power of two divides 2^32, so
+// only then does a position keep its slot across the wrap. `depth` (the
+// user's GASNET_PSHMNET_QUEUE_DEPTH) bounds how many are in flight.
+inline constexpr uint32_t RingSlots(uint32_t depth) {
+  return std::bit_ceil(depth);
+}
+
 inline constexpr size_t QueueBytes(uint32_t depth) {
-  return sizeof(QueueControl) + size_t{depth} * sizeof(Slot);
+  return sizeof(QueueControl) + size_t{RingSlots(depth)} * sizeof(Slot);
 }
 
 inline constexpr size_t QueueOffset(uint32_t peers, uint32_t depth,

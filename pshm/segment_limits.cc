@@ -97,7 +97,8 @@ std::string DescribeSegmentLimit(const SegmentLimitInputs& in) {
   return absl::StrFormat(
       "%s=%s of %s physical memory, %s %s, shared by %u rank(s) on this host",
       kVariable, in.max_segsize.ToString(), HumanBytes(in.physical_memory),
-      HumanBytes(in.shared_available), SharedMemoryPlace(), in.host_ranks);
+      HumanBytes(in.shared_available), SharedMemoryPlace(),
+      std::max<uint32_t>(in.host_ranks, 1));
 }
 
 SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks) {

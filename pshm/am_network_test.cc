@@ -1,0 +1,1495 @@
+// Unit tests of the PSHM Active Message network, in one process: every
+// simulated rank's region is plain memory of this process, and each rank is
+// an AmNetwork instance (driven by its own thread where ranks must run at
+// once).
+#include "pshm/am_network.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "pshm/queue_config.h"
+#include "pshm/queue_layout.h"
+
+namespace gex::pshm {
+namespace {
+
+// Supernode index i is job rank kJobRankBase + i, so a test can tell the
+// two apart in Message::source and Message::source_index.
+constexpr uint32_t kJobRankBase = 100;
+
+QueueConfig Config(uint32_t depth, uint64_t memory = kDefaultQueueMemory) {
+  QueueConfig config;
+  config.depth = depth;
+  config.memory = memory;
+  return config;
+}
+
+QueueConfig MinMemory(uint32_t depth) {
+  return Config(depth, MinQueueMemory());
+}
+
+// The regions of one simulated supernode, formatted, in this process.
+class Supernode {
+ public:
+  // One configuration per peer (each region describes itself).
+  explicit Supernode(const std::vector<QueueConfig>& configs) {
+    const auto peers = static_cast<uint32_t>(configs.size());
+    for (uint32_t i = 0; i < peers; ++i) {
+      const size_t bytes = AmNetwork::RegionBytes(configs[i], peers);
+      void* region = std::aligned_alloc(kCacheLine, bytes);
+      // Not zeroed, unlike a fresh shared object: FormatRegion must write
+      // everything a reader looks at.
+      std::memset(region, 0xA5, bytes);
+      AmNetwork::FormatRegion(region, configs[i], peers, kJobRankBase + i);
+      regions_.push_back(region);
+      ranks_.push_back(kJobRankBase + i);
+    }
+  }
+  Supernode(uint32_t peers, const QueueConfig& config)
+      : Supernode(std::vector<QueueConfig>(peers, config)) {}
+  Supernode(const Supernode&) = delete;
+  Supernode& operator=(const Supernode&) = delete;
+  ~Supernode() {
+    for (void* region : regions_) std::free(region);
+  }
+
+  uint32_t peers() const { return static_cast<uint32_t>(regions_.size()); }
+
+  // Where rank `index`'s payload pool for `channel` lies, from the layout
+  // its region's header describes.
+  std::pair<const unsigned char*, const unsigned char*> PoolBytes(
+      uint32_t index, Channel channel) const {
+    const auto* header =
+        static_cast<const layout::RegionHeader*>(regions_[index]);
+    const auto* begin = static_cast<const unsigned char*>(regions_[index]) +
+                        layout::PoolOffset(header->peers, header->depth,
+                                           header->pool_bytes, channel);
+    return {begin, begin + header->pool_bytes};
+  }
+
+  AmNetwork::Options Options(uint32_t index, Dispatcher dispatcher,
+                             void* context, bool thread_safe) const {
+    AmNetwork::Options options;
+    options.my_index = index;
+    options.ranks = ranks_;
+    options.regions = regions_;
+    options.dispatcher = dispatcher;
+    options.context = context;
+    options.thread_safe = thread_safe;
+    // Tests run more threads than this machine may have cores.
+    options.polite = true;
+    return options;
+  }
+
+ private:
+  std::vector<void*> regions_;
+  std::vector<uint32_t> ranks_;
+};
+
+// One message as a handler saw it, copied.
+struct Delivery {
+  uint32_t source = 0;
+  uint32_t source_index = 0;
+  Channel channel = Channel::kRequest;
+  Category category = Category::kShort;
+  uint8_t handler = 0;
+  std::vector<uint32_t> args;
+  std::vector<unsigned char> payload;  // Medium and Long bytes, copied.
+  const void* payload_address = nullptr;
+  size_t payload_len = 0;
+};
+
+// A simulated rank: an AmNetwork whose dispatcher records each message, or
+// calls on_message when set.
+class Endpoint {
+ public:
+  Endpoint(const Supernode& node, uint32_t index, bool thread_safe = false)
+      : net_(node.Options(index, &Endpoint::Dispatch, this, thread_safe)) {}
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  AmNetwork& net() { return net_; }
+
+  std::function<void(const Message&)> on_message;
+  std::vector<Delivery> delivered;
+
+ private:
+  static void Dispatch(void* context, const Message& m) {
+    auto* self = static_cast<Endpoint*>(context);
+    if (self->on_message) {
+      self->on_message(m);
+      return;
+    }
+    Delivery d;
+    d.source = m.source;
+    d.source_index = m.source_index;
+    d.channel = m.channel;
+    d.category = m.category;
+    d.handler = m.handler;
+    d.args.assign(m.args, m.args + m.nargs);
+    d.payload_address = m.payload;
+    d.payload_len = m.payload_len;
+    if (m.category != Category::kShort && m.payload_len != 0) {
+      const auto* p = static_cast<const unsigned char*>(m.payload);
+      d.payload.assign(p, p + m.payload_len);
+    }
+    self->delivered.push_back(std::move(d));
+  }
+
+  AmNetwork net_;
+};
+
+uint32_t Mix(uint32_t a, uint32_t b) {
+  uint32_t x = a * 0x9E3779B9u ^ (b + 0x7F4A7C15u);
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  return x;
+}
+
+// Distinct argument values for each (salt, position).
+std::vector<uint32_t> MakeArgs(uint32_t nargs, uint32_t salt) {
+  std::vector<uint32_t> args(nargs);
+  for (uint32_t i = 0; i < nargs; ++i) args[i] = Mix(salt, i + 1);
+  return args;
+}
+
+// Bytes that differ with the seed and along the buffer (no short period).
+std::vector<unsigned char> MakePayload(size_t n, uint32_t seed) {
+  std::vector<unsigned char> bytes(n);
+  uint32_t x = Mix(seed, 0xB0D1E5u) | 1;
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    bytes[i] = static_cast<unsigned char>(x);
+  }
+  return bytes;
+}
+
+bool PayloadMatches(const void* p, size_t n, uint32_t seed) {
+  const std::vector<unsigned char> want = MakePayload(n, seed);
+  return n == 0 || std::memcmp(p, want.data(), n) == 0;
+}
+
+SendStatus SendShort(Endpoint& from, Channel c, uint32_t dest, uint8_t handler,
+                     const std::vector<uint32_t>& args, bool immediate) {
+  return from.net().Send(c, dest, Category::kShort, handler, args.data(),
+                         static_cast<uint8_t>(args.size()), nullptr, 0, nullptr,
+                         0, immediate);
+}
+
+SendStatus SendMedium(Endpoint& from, Channel c, uint32_t dest, uint8_t handler,
+                      const std::vector<uint32_t>& args,
+                      const std::vector<unsigned char>& payload,
+                      bool immediate) {
+  return from.net().Send(c, dest, Category::kMedium, handler, args.data(),
+                         static_cast<uint8_t>(args.size()), payload.data(),
+                         payload.size(), nullptr, 0, immediate);
+}
+
+// A Long whose destination is mapped at the same address on both sides
+// (one process).
+SendStatus SendLong(Endpoint& from, Channel c, uint32_t dest, uint8_t handler,
+                    const std::vector<uint32_t>& args,
+                    const std::vector<unsigned char>& payload, void* target,
+                    bool immediate) {
+  return from.net().Send(c, dest, Category::kLong, handler, args.data(),
+                         static_cast<uint8_t>(args.size()), payload.data(),
+                         payload.size(), target,
+                         reinterpret_cast<uintptr_t>(target), immediate);
+}
+
+// Whether a Medium with `nargs` arguments and `len` payload bytes fits in
+// its slot (no pool chunk).
+bool FitsInline(Category c, uint32_t nargs, size_t len) {
+  return layout::BodyBytes(c, nargs, len) <= layout::kInlineBytes;
+}
+
+// ---------------------------------------------------------------------------
+// Basic delivery.
+
+TEST(AmNetworkTest, RegionBytesGrowWithPeersDepthAndMemory) {
+  const size_t base = AmNetwork::RegionBytes(Config(8), 2);
+  EXPECT_EQ(base % kCacheLine, 0u);
+  EXPECT_GT(AmNetwork::RegionBytes(Config(8), 3), base);
+  EXPECT_GT(AmNetwork::RegionBytes(Config(9), 2), base);
+  EXPECT_GT(AmNetwork::RegionBytes(Config(8, 2 * kDefaultQueueMemory), 2),
+            base);
+  // Two pools (request, reply) of the configured memory at least.
+  EXPECT_GE(base, 2 * kDefaultQueueMemory);
+}
+
+TEST(AmNetworkTest, ShortCarriesEveryArgumentCount) {
+  Supernode node(2, Config(8));
+  Endpoint a(node, 0), b(node, 1);
+  EXPECT_EQ(a.net().my_index(), 0u);
+  EXPECT_EQ(b.net().my_index(), 1u);
+  EXPECT_EQ(a.net().peers(), 2u);
+  for (Channel channel : {Channel::kRequest, Channel::kReply}) {
+    for (uint32_t dest : {1u, 0u}) {  // To a peer, then loopback.
+      Endpoint& to = dest == 0 ? a : b;
+      for (uint32_t nargs = 0; nargs <= kMaxArgs; ++nargs) {
+        SCOPED_TRACE(absl::StrFormat("channel %d dest %u nargs %u",
+                                     static_cast<int>(channel), dest, nargs));
+        const std::vector<uint32_t> args = MakeArgs(
+            nargs, nargs + 100 * dest + 1000 * (channel == Channel::kReply));
+        const auto handler = static_cast<uint8_t>(200 + nargs);
+        ASSERT_EQ(SendShort(a, channel, dest, handler, args,
+                            /*immediate=*/true),
+                  SendStatus::kOk);
+        to.delivered.clear();
+        ASSERT_EQ(to.net().Poll(), 1);
+        ASSERT_EQ(to.delivered.size(), 1u);
+        const Delivery& d = to.delivered[0];
+        EXPECT_EQ(d.source, kJobRankBase + 0);
+        EXPECT_EQ(d.source_index, 0u);
+        EXPECT_EQ(d.channel, channel);
+        EXPECT_EQ(d.category, Category::kShort);
+        EXPECT_EQ(d.handler, handler);
+        EXPECT_EQ(d.args, args);
+        EXPECT_EQ(d.payload_address, nullptr);
+        EXPECT_EQ(d.payload_len, 0u);
+        EXPECT_EQ(to.net().Poll(), 0);  // Exactly once.
+      }
+    }
+  }
+}
+
+TEST(AmNetworkTest, MediumSizesAroundTheInlineLimit) {
+  Supernode node(2, Config(8));
+  Endpoint a(node, 0), b(node, 1);
+  for (uint32_t nargs : {0u, 1u, 2u, 3u, 7u, 10u, 11u, 12u, 15u, 16u}) {
+    const size_t offset = layout::PayloadOffset(Category::kMedium, nargs);
+    std::vector<size_t> sizes = {0, 1, 1000, kMaxMedium - 1, kMaxMedium};
+    if (offset <= layout::kInlineBytes) {
+      const size_t limit = layout::kInlineBytes - offset;
+      sizes.push_back(limit);
+      sizes.push_back(limit + 1);
+      if (limit > 0) sizes.push_back(limit - 1);
+    }
+    for (size_t size : sizes) {
+      for (uint32_t dest : {1u, 0u}) {
+        SCOPED_TRACE(
+            absl::StrFormat("nargs %u size %u dest %u", nargs, size, dest));
+        Endpoint& to = dest == 0 ? a : b;
+        const uint32_t seed = static_cast<uint32_t>(size * 31 + nargs + dest);
+        const std::vector<uint32_t> args = MakeArgs(nargs, seed);
+        const std::vector<unsigned char> payload = MakePayload(size, seed);
+        ASSERT_EQ(SendMedium(a, Channel::kRequest, dest, 7, args, payload,
+                             /*immediate=*/true),
+                  SendStatus::kOk);
+        to.delivered.clear();
+        ASSERT_EQ(to.net().Poll(), 1);
+        ASSERT_EQ(to.delivered.size(), 1u);
+        const Delivery& d = to.delivered[0];
+        EXPECT_EQ(d.category, Category::kMedium);
+        EXPECT_EQ(d.handler, 7);
+        EXPECT_EQ(d.args, args);
+        EXPECT_EQ(d.payload_len, size);
+        EXPECT_TRUE(d.payload == payload) << "payload differs";
+      }
+    }
+  }
+}
+
+// Reserve tells where the body went: in the slot up to the inline limit,
+// in a pool chunk just past it.
+TEST(AmNetworkTest, ReserveUsesTheSlotUpToTheInlineLimitAndAChunkBeyond) {
+  Supernode node(2, Config(8));
+  Endpoint a(node, 0), b(node, 1);
+  for (uint32_t nargs = 0; nargs <= kMaxArgs; ++nargs) {
+    for (size_t size : {size_t{0}, size_t{1}, size_t{8}, size_t{40}, size_t{47},
+                        size_t{48}, size_t{49}, size_t{64}}) {
+      SCOPED_TRACE(absl::StrFormat("nargs %u size %u", nargs, size));
+      Reservation r;
+      ASSERT_EQ(a.net().Reserve(Channel::kRequest, 1, Category::kMedium,
+                                static_cast<uint8_t>(nargs), size,
+                                /*immediate=*/true, &r),
+                SendStatus::kOk);
+      const bool inline_body = FitsInline(Category::kMedium, nargs, size);
+      EXPECT_EQ(r.chunk_offset == 0, inline_body);
+      const auto* slot_begin = reinterpret_cast<unsigned char*>(r.slot);
+      const auto* payload = static_cast<unsigned char*>(r.payload);
+      if (inline_body) {
+        EXPECT_GE(payload, slot_begin + layout::kSlotHeaderBytes);
+        EXPECT_LE(payload + size, slot_begin + sizeof(layout::Slot));
+      } else {
+        EXPECT_FALSE(payload >= slot_begin &&
+                     payload < slot_begin + sizeof(layout::Slot));
+      }
+      const uint32_t seed = nargs * 1000 + static_cast<uint32_t>(size);
+      const std::vector<uint32_t> args = MakeArgs(nargs, seed);
+      const std::vector<unsigned char> bytes = MakePayload(size, seed);
+      if (size != 0) std::memcpy(r.payload, bytes.data(), size);
+      a.net().Commit(r, 9, args.data(), size, 0);
+      b.delivered.clear();
+      ASSERT_EQ(b.net().Poll(), 1);
+      EXPECT_EQ(b.delivered[0].args, args);
+      EXPECT_TRUE(b.delivered[0].payload == bytes);
+    }
+  }
+}
+
+// Negotiated payload: reserve room for the most, send less.
+TEST(AmNetworkTest, CommitSendsLessThanReserved) {
+  Supernode node(2, Config(8));
+  Endpoint a(node, 0), b(node, 1);
+  for (size_t sent : {size_t{0}, size_t{5}, size_t{48}, size_t{4096}}) {
+    Reservation r;
+    ASSERT_EQ(a.net().Reserve(Channel::kReply, 1, Category::kMedium, 2,
+                              kMaxMedium, /*immediate=*/true, &r),
+              SendStatus::kOk);
+    const std::vector<unsigned char> bytes =
+        MakePayload(sent, static_cast<uint32_t>(sent));
+    if (sent != 0) std::memcpy(r.payload, bytes.data(), sent);
+    const uint32_t args[2] = {11, 22};
+    a.net().Commit(r, 3, args, sent, 0);
+    b.delivered.clear();
+    ASSERT_EQ(b.net().Poll(), 1);
+    EXPECT_EQ(b.delivered[0].channel, Channel::kReply);
+    EXPECT_EQ(b.delivered[0].payload_len, sent);
+    EXPECT_TRUE(b.delivered[0].payload == bytes);
+    EXPECT_EQ(b.delivered[0].args, (std::vector<uint32_t>{11, 22}));
+  }
+}
+
+// A Long's payload is in the destination when its handler runs, and the
+// handler gets the destination address and length.
+TEST(AmNetworkTest, LongLandsBeforeTheHandlerRuns) {
+  Supernode node(2, Config(8));
+  Endpoint a(node, 0), b(node, 1);
+  std::vector<unsigned char> segment_a(1 << 18, 0), segment_b(1 << 18, 0);
+  for (Channel channel : {Channel::kRequest, Channel::kReply}) {
+    for (uint32_t dest : {1u, 0u}) {
+      Endpoint& to = dest == 0 ? a : b;
+      unsigned char* segment = dest == 0 ? segment_a.data() : segment_b.data();
+      for (uint32_t nargs : {0u, 1u, 9u, 10u, 11u, 16u}) {
+        for (size_t size : {size_t{0}, size_t{1}, size_t{48}, size_t{1000},
+                            size_t{kMaxMedium}, size_t{100000}}) {
+          SCOPED_TRACE(absl::StrFormat("channel %d dest %u nargs %u size %u",
+                                       static_cast<int>(channel), dest, nargs,
+                                       size));
+          const uint32_t seed =
+              static_cast<uint32_t>(size) * 7 + nargs * 3 + dest;
+          const std::vector<uint32_t> args = MakeArgs(nargs, seed);
+          const std::vector<unsigned char> payload = MakePayload(size, seed);
+          unsigned char* target = segment + 64 + nargs;  // Unaligned too.
+          std::memset(segment, 0, 1 << 18);
+          int calls = 0;
+          to.on_message = [&](const Message& m) {
+            ++calls;
+            EXPECT_EQ(m.category, Category::kLong);
+            EXPECT_EQ(m.channel, channel);
+            EXPECT_EQ(m.handler, 42);
+            EXPECT_EQ(m.payload, static_cast<void*>(target));
+            EXPECT_EQ(m.payload_len, size);
+            EXPECT_EQ(std::vector<uint32_t>(m.args, m.args + m.nargs), args);
+            EXPECT_TRUE(PayloadMatches(m.payload, size, seed))
+                << "the payload was not in place when the handler ran";
+          };
+          ASSERT_EQ(SendLong(a, channel, dest, 42, args, payload, target,
+                             /*immediate=*/true),
+                    SendStatus::kOk);
+          ASSERT_EQ(to.net().Poll(), 1);
+          EXPECT_EQ(calls, 1);
+          to.on_message = nullptr;
+        }
+      }
+    }
+  }
+}
+
+TEST(AmNetworkTest, LoopbackDeliversEveryCategory) {
+  Supernode node(1, Config(4));
+  Endpoint a(node, 0);
+  EXPECT_EQ(a.net().peers(), 1u);
+  std::vector<unsigned char> segment(8192);
+  const std::vector<uint32_t> args = MakeArgs(5, 1);
+  const std::vector<unsigned char> small = MakePayload(20, 2);
+  const std::vector<unsigned char> big = MakePayload(5000, 3);
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 0, 1, args, true), SendStatus::kOk);
+  ASSERT_EQ(SendMedium(a, Channel::kRequest, 0, 2, args, small, true),
+            SendStatus::kOk);
+  ASSERT_EQ(SendMedium(a, Channel::kRequest, 0, 3, args, big, true),
+            SendStatus::kOk);
+  ASSERT_EQ(
+      SendLong(a, Channel::kRequest, 0, 4, args, big, segment.data(), true),
+      SendStatus::kOk);
+  EXPECT_EQ(a.net().Poll(), 4);
+  ASSERT_EQ(a.delivered.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(a.delivered[i].handler, i + 1);  // In order.
+    EXPECT_EQ(a.delivered[i].source, kJobRankBase);
+    EXPECT_EQ(a.delivered[i].source_index, 0u);
+    EXPECT_EQ(a.delivered[i].args, args);
+  }
+  EXPECT_TRUE(a.delivered[1].payload == small);
+  EXPECT_TRUE(a.delivered[2].payload == big);
+  EXPECT_EQ(a.delivered[3].payload_address, segment.data());
+  EXPECT_TRUE(a.delivered[3].payload == big);
+  EXPECT_EQ(a.net().Poll(), 0);
+}
+
+TEST(AmNetworkTest, RequestsAndRepliesTravelOnTheirOwnChannels) {
+  Supernode node(2, Config(4));
+  Endpoint a(node, 0), b(node, 1);
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 1, 1, {1}, true), SendStatus::kOk);
+  ASSERT_EQ(SendShort(a, Channel::kReply, 1, 2, {2}, true), SendStatus::kOk);
+  // PollReplies takes the reply only.
+  EXPECT_EQ(b.net().PollReplies(), 1);
+  ASSERT_EQ(b.delivered.size(), 1u);
+  EXPECT_EQ(b.delivered[0].channel, Channel::kReply);
+  EXPECT_EQ(b.delivered[0].handler, 2);
+  EXPECT_EQ(b.net().PollReplies(), 0);
+  EXPECT_EQ(b.net().Poll(), 1);
+  ASSERT_EQ(b.delivered.size(), 2u);
+  EXPECT_EQ(b.delivered[1].channel, Channel::kRequest);
+  EXPECT_EQ(b.delivered[1].handler, 1);
+
+  // Poll delivers replies before requests, whatever the sending order.
+  b.delivered.clear();
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 1, 3, {3}, true), SendStatus::kOk);
+  ASSERT_EQ(
+      SendMedium(a, Channel::kReply, 1, 4, {4}, MakePayload(500, 4), true),
+      SendStatus::kOk);
+  EXPECT_EQ(b.net().Poll(), 2);
+  ASSERT_EQ(b.delivered.size(), 2u);
+  EXPECT_EQ(b.delivered[0].channel, Channel::kReply);
+  EXPECT_EQ(b.delivered[0].handler, 4);
+  EXPECT_EQ(b.delivered[1].channel, Channel::kRequest);
+  EXPECT_EQ(b.delivered[1].handler, 3);
+
+  // A full request queue does not stop replies (separate queues).
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(SendShort(a, Channel::kRequest, 1, 5, {5}, true),
+              SendStatus::kOk);
+  }
+  EXPECT_EQ(SendShort(a, Channel::kRequest, 1, 5, {5}, true),
+            SendStatus::kWouldBlock);
+  EXPECT_EQ(SendShort(a, Channel::kReply, 1, 6, {6}, true), SendStatus::kOk);
+  b.delivered.clear();
+  EXPECT_EQ(b.net().Poll(), 5);
+}
+
+TEST(AmNetworkTest, SourcesAreKeptApartAndInOrder) {
+  Supernode node(3, Config(8));
+  Endpoint a(node, 0), b(node, 1), c(node, 2);
+  for (uint32_t i = 0; i < 8; ++i) {
+    ASSERT_EQ(SendShort(b, Channel::kRequest, 0, 1, {1, i}, true),
+              SendStatus::kOk);
+    ASSERT_EQ(SendMedium(c, Channel::kRequest, 0, 2, {2, i},
+                         MakePayload(100 + i, i), true),
+              SendStatus::kOk);
+  }
+  EXPECT_EQ(a.net().Poll(), 16);
+  uint32_t next[3] = {0, 0, 0};
+  for (const Delivery& d : a.delivered) {
+    ASSERT_TRUE(d.source_index == 1 || d.source_index == 2);
+    EXPECT_EQ(d.source, kJobRankBase + d.source_index);
+    EXPECT_EQ(d.args[0], d.source_index);
+    EXPECT_EQ(d.args[1], next[d.source_index]++);
+    if (d.source_index == 2) {
+      EXPECT_TRUE(d.payload == MakePayload(100 + d.args[1], d.args[1]));
+    }
+  }
+  EXPECT_EQ(next[1], 8u);
+  EXPECT_EQ(next[2], 8u);
+}
+
+// Each region describes itself: a sender uses the receiver's depth, and
+// its own pool size.
+TEST(AmNetworkTest, SendersUseTheReceiversDepth) {
+  Supernode node({MinMemory(2), Config(5)});
+  Endpoint a(node, 0), b(node, 1);
+  int sent = 0;
+  while (SendShort(b, Channel::kRequest, 0, 1, {1}, true) == SendStatus::kOk) {
+    ASSERT_LT(++sent, 100);
+  }
+  EXPECT_EQ(sent, 2);
+  sent = 0;
+  while (SendShort(a, Channel::kRequest, 1, 1, {1}, true) == SendStatus::kOk) {
+    ASSERT_LT(++sent, 100);
+  }
+  EXPECT_EQ(sent, 5);
+  EXPECT_EQ(a.net().Poll(), 2);
+  EXPECT_EQ(b.net().Poll(), 5);
+
+  // a's pool (the minimum) holds one 40000-byte body; b's holds several.
+  const std::vector<unsigned char> big = MakePayload(40000, 1);
+  EXPECT_EQ(SendMedium(a, Channel::kRequest, 1, 1, {}, big, true),
+            SendStatus::kOk);
+  EXPECT_EQ(SendMedium(a, Channel::kRequest, 1, 1, {}, big, true),
+            SendStatus::kWouldBlock);
+  EXPECT_EQ(SendMedium(b, Channel::kRequest, 0, 1, {}, big, true),
+            SendStatus::kOk);
+  EXPECT_EQ(SendMedium(b, Channel::kRequest, 0, 1, {}, big, true),
+            SendStatus::kOk);
+  EXPECT_EQ(b.net().Poll(), 1);
+  EXPECT_EQ(a.net().Poll(), 2);
+  for (const Endpoint* e : {&a, &b}) {
+    for (const Delivery& d : e->delivered) {
+      if (d.category == Category::kMedium) {
+        EXPECT_TRUE(d.payload == big);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Flow control, immediate, cancel.
+
+TEST(AmNetworkTest, ImmediateWouldBlockWhenTheQueueIsFull) {
+  for (uint32_t depth : {1u, 2u, 3u, 8u}) {
+    SCOPED_TRACE(absl::StrFormat("depth %u", depth));
+    Supernode node(2, Config(depth));
+    Endpoint a(node, 0), b(node, 1);
+    uint32_t sent = 0;
+    for (int round = 0; round < 3; ++round) {
+      for (uint32_t i = 0; i < depth; ++i) {
+        // Alternate inline and chunked bodies.
+        if (i % 2 == 0) {
+          ASSERT_EQ(SendShort(a, Channel::kRequest, 1, 1, {sent++}, true),
+                    SendStatus::kOk);
+        } else {
+          ASSERT_EQ(SendMedium(a, Channel::kRequest, 1, 1, {sent},
+                               MakePayload(1000, sent), true),
+                    SendStatus::kOk);
+          ++sent;
+        }
+      }
+      // Full: every kind of message waits, many times over.
+      for (int i = 0; i < 50; ++i) {
+        EXPECT_EQ(SendShort(a, Channel::kRequest, 1, 1, {999}, true),
+                  SendStatus::kWouldBlock);
+        EXPECT_EQ(SendMedium(a, Channel::kRequest, 1, 1, {999},
+                             MakePayload(3000, 999), true),
+                  SendStatus::kWouldBlock);
+        Reservation r;
+        EXPECT_EQ(a.net().Reserve(Channel::kRequest, 1, Category::kMedium, 1,
+                                  kMaxMedium, true, &r),
+                  SendStatus::kWouldBlock);
+      }
+      EXPECT_EQ(a.net().waits(), 0u) << "immediate sends must not wait";
+      EXPECT_EQ(b.net().Poll(), static_cast<int>(depth));
+      EXPECT_EQ(b.net().Poll(), 0);
+    }
+    // Nothing lost, duplicated or reordered; refused messages never came.
+    ASSERT_EQ(b.delivered.size(), sent);
+    for (uint32_t i = 0; i < sent; ++i) {
+      EXPECT_EQ(b.delivered[i].args[0], i);
+      if (b.delivered[i].category == Category::kMedium) {
+        EXPECT_TRUE(b.delivered[i].payload == MakePayload(1000, i));
+      }
+    }
+    // The refused chunked sends gave their chunks back: the (1 MiB) pool
+    // still takes full-size messages up to the queue depth.
+    for (uint32_t i = 0; i < depth; ++i) {
+      EXPECT_EQ(SendMedium(a, Channel::kRequest, 1, 1, MakeArgs(16, i),
+                           MakePayload(kMaxMedium, i), true),
+                SendStatus::kOk);
+    }
+    EXPECT_EQ(b.net().Poll(), static_cast<int>(depth));
+  }
+}
+
+TEST(AmNetworkTest, ImmediateWouldBlockWhenThePoolIsFull) {
+  Supernode node(2, MinMemory(64));
+  Endpoint a(node, 0), b(node, 1);
+  const size_t size = 20000;
+  const size_t chunk =
+      layout::ChunkBytes(layout::BodyBytes(Category::kMedium, 1, size));
+  const size_t fit = MinQueueMemory() / chunk;
+  ASSERT_GE(fit, 2u);
+  ASSERT_LT(fit, 64u);  // The pool, not the queue, is what runs out.
+  uint32_t sent = 0;
+  for (int round = 0; round < 4; ++round) {
+    uint32_t this_round = 0;
+    while (SendMedium(a, Channel::kRequest, 1, 1, {sent},
+                      MakePayload(size, sent), true) == SendStatus::kOk) {
+      ++sent;
+      ASSERT_LE(++this_round, 64u);
+    }
+    EXPECT_EQ(this_round, fit);
+    // An inline message needs no chunk and still goes; so does a reply
+    // (its own pool).
+    EXPECT_EQ(SendShort(a, Channel::kRequest, 1, 2, {sent}, true),
+              SendStatus::kOk);
+    ++sent;
+    EXPECT_EQ(SendMedium(a, Channel::kReply, 1, 3, {0},
+                         MakePayload(size, 12345), true),
+              SendStatus::kOk);
+    EXPECT_EQ(a.net().waits(), 0u);
+    EXPECT_EQ(b.net().Poll(), static_cast<int>(this_round) + 2);
+  }
+  uint32_t next = 0;
+  for (const Delivery& d : b.delivered) {
+    if (d.channel == Channel::kReply) {
+      EXPECT_TRUE(d.payload == MakePayload(size, 12345));
+      continue;
+    }
+    EXPECT_EQ(d.args[0], next);
+    if (d.handler == 1) {
+      EXPECT_TRUE(d.payload == MakePayload(size, next));
+    }
+    ++next;
+  }
+  EXPECT_EQ(next, sent);
+}
+
+// A blocking send to a full queue polls this rank's own queues while it
+// waits: here the only way to make room (loopback).
+TEST(AmNetworkTest, BlockingSendPollsWhileWaiting) {
+  Supernode node(1, MinMemory(1));
+  Endpoint a(node, 0);
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 0, 1, {0}, false), SendStatus::kOk);
+  EXPECT_TRUE(a.delivered.empty());
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 0, 1, {1}, false), SendStatus::kOk);
+  // The first was delivered while the second waited.
+  ASSERT_EQ(a.delivered.size(), 1u);
+  EXPECT_EQ(a.delivered[0].args[0], 0u);
+  EXPECT_GT(a.net().waits(), 0u);
+  EXPECT_EQ(a.net().Poll(), 1);
+  EXPECT_EQ(a.delivered[1].args[0], 1u);
+
+  // The pool too: the minimum pool holds one full-size message.
+  a.delivered.clear();
+  const uint64_t waits = a.net().waits();
+  const std::vector<uint32_t> args = MakeArgs(16, 5);
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::vector<uint32_t> tagged = args;
+    tagged[0] = i;
+    ASSERT_EQ(SendMedium(a, Channel::kReply, 0, 2, tagged,
+                         MakePayload(kMaxMedium, i), false),
+              SendStatus::kOk);
+  }
+  EXPECT_GT(a.net().waits(), waits);
+  a.net().Poll();
+  ASSERT_EQ(a.delivered.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(a.delivered[i].args[0], i);
+    EXPECT_TRUE(a.delivered[i].payload == MakePayload(kMaxMedium, i));
+  }
+}
+
+TEST(AmNetworkTest, CancelDeliversNothingAndFreesTheChunk) {
+  // The minimum pool holds exactly one full-size body, so a chunk that a
+  // Cancel did not free would stop the next Reserve.
+  Supernode node(2, MinMemory(4));
+  Endpoint a(node, 0), b(node, 1);
+  for (uint32_t dest : {1u, 0u}) {
+    Endpoint& to = dest == 0 ? a : b;
+    for (int i = 0; i < 200; ++i) {
+      Reservation r;
+      ASSERT_EQ(a.net().Reserve(Channel::kRequest, dest, Category::kMedium,
+                                kMaxArgs, kMaxMedium, /*immediate=*/true, &r),
+                SendStatus::kOk)
+          << "after " << i << " cancels";
+      ASSERT_NE(r.chunk_offset, 0u);
+      std::memset(r.payload, 0xEE, kMaxMedium);
+      a.net().Cancel(r);
+      ASSERT_EQ(to.net().Poll(), 0);  // Takes the slot, delivers nothing.
+    }
+    EXPECT_TRUE(to.delivered.empty());
+    const std::vector<uint32_t> args = MakeArgs(kMaxArgs, 77);
+    const std::vector<unsigned char> payload = MakePayload(kMaxMedium, 77);
+    ASSERT_EQ(SendMedium(a, Channel::kRequest, dest, 5, args, payload, true),
+              SendStatus::kOk);
+    ASSERT_EQ(to.net().Poll(), 1);
+    ASSERT_EQ(to.delivered.size(), 1u);
+    EXPECT_EQ(to.delivered[0].args, args);
+    EXPECT_TRUE(to.delivered[0].payload == payload);
+  }
+
+  // A cancelled slot occupies the queue until the receiver skips it.
+  b.delivered.clear();
+  for (int i = 0; i < 4; ++i) {
+    Reservation r;
+    ASSERT_EQ(
+        a.net().Reserve(Channel::kRequest, 1, Category::kShort, 0, 0, true, &r),
+        SendStatus::kOk);
+    a.net().Cancel(r);
+  }
+  Reservation r;
+  EXPECT_EQ(
+      a.net().Reserve(Channel::kRequest, 1, Category::kShort, 0, 0, true, &r),
+      SendStatus::kWouldBlock);
+  EXPECT_EQ(b.net().Poll(), 0);
+  ASSERT_EQ(
+      a.net().Reserve(Channel::kRequest, 1, Category::kShort, 0, 0, true, &r),
+      SendStatus::kOk);
+  a.net().Cancel(r);
+
+  // Cancels between commits keep the others in order.
+  for (uint32_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(a.net().Reserve(Channel::kRequest, 1, Category::kMedium, 1, 100,
+                              true, &r),
+              SendStatus::kOk);
+    const std::vector<unsigned char> bytes = MakePayload(100, i);
+    std::memcpy(r.payload, bytes.data(), 100);
+    if (i == 1) {
+      a.net().Cancel(r);
+    } else {
+      a.net().Commit(r, 6, &i, 100, 0);
+    }
+  }
+  EXPECT_EQ(b.net().Poll(), 2);
+  ASSERT_EQ(b.delivered.size(), 2u);
+  EXPECT_EQ(b.delivered[0].args[0], 0u);
+  EXPECT_EQ(b.delivered[1].args[0], 2u);
+  EXPECT_TRUE(b.delivered[1].payload == MakePayload(100, 2));
+}
+
+// Whether a reserved body lies wholly inside the sender's pool for its
+// channel (read from the region's layout), chunk header included.
+bool BodyInPool(const Supernode& node, uint32_t sender, const Reservation& r,
+                size_t max_payload) {
+  const auto [begin, end] = node.PoolBytes(sender, r.channel);
+  const unsigned char* chunk = r.body - sizeof(layout::ChunkHeader);
+  const unsigned char* body_end =
+      r.body + layout::BodyBytes(r.category, r.nargs, max_payload);
+  return chunk >= begin && body_end <= end;
+}
+
+// Chunks come back out of order (two receivers polled at random times, one
+// of them this rank) and bodies that do not divide the pool make the
+// allocator wrap around; every body must stay inside the pool and arrive
+// intact, in order. Both channels (the reply pool ends the region).
+TEST(AmNetworkTest, PoolWrapAroundKeepsContents) {
+  Supernode node(3, MinMemory(8));
+  std::vector<std::unique_ptr<Endpoint>> ranks;
+  for (uint32_t i = 0; i < 3; ++i) {
+    ranks.push_back(std::make_unique<Endpoint>(node, i));
+  }
+  Endpoint& sender = *ranks[0];
+  const size_t sizes[] = {40000, 12345, 49, 20000, 777, 33333, 4000, 65000};
+  uint32_t next_send[3][2] = {};
+  uint32_t random = 12345;
+  auto next_random = [&random] {
+    random = random * 1103515245u + 12345u;
+    return random >> 16;
+  };
+  int would_block = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const uint32_t dest = next_random() % 3;
+    const int c = (i / 7) % 2;
+    const Channel channel = static_cast<Channel>(c);
+    const uint32_t seq = next_send[dest][c]++;
+    const size_t size = sizes[(seq + dest) % 8];
+    const uint32_t seed = dest * 1000000 + c * 100000 + seq;
+    const std::vector<uint32_t> args = {seq, static_cast<uint32_t>(size)};
+    const std::vector<unsigned char> payload = MakePayload(size, seed);
+    const bool reserve = i % 2 == 0;
+    Reservation r;
+    int tries = 0;
+    while ((reserve ? sender.net().Reserve(channel, dest, Category::kMedium, 2,
+                                           size, true, &r)
+                    : SendMedium(sender, channel, dest, 1, args, payload,
+                                 true)) != SendStatus::kOk) {
+      ++would_block;
+      ASSERT_LT(++tries, 10) << "no progress after polling every rank";
+      // Poll one receiver (maybe not the one holding the oldest chunk),
+      // then all of them.
+      if (tries == 1) {
+        ranks[next_random() % 3]->net().Poll();
+      } else {
+        for (auto& rank : ranks) rank->net().Poll();
+      }
+    }
+    if (reserve) {
+      ASSERT_NE(r.chunk_offset, 0u);
+      ASSERT_TRUE(BodyInPool(node, 0, r, size))
+          << "message " << i << " of " << size << " bytes";
+      std::memcpy(r.payload, payload.data(), size);
+      sender.net().Commit(r, 1, args.data(), size, 0);
+    }
+    if (next_random() % 3 == 0) ranks[next_random() % 3]->net().Poll();
+  }
+  for (auto& rank : ranks) rank->net().Poll();
+  EXPECT_GT(would_block, 0);
+  for (uint32_t dest = 0; dest < 3; ++dest) {
+    for (int c = 0; c < 2; ++c) {
+      uint32_t seq = 0;
+      for (const Delivery& d : ranks[dest]->delivered) {
+        if (d.channel != static_cast<Channel>(c)) continue;
+        ASSERT_EQ(d.args[0], seq);
+        ASSERT_EQ(d.payload_len, d.args[1]);
+        ASSERT_TRUE(PayloadMatches(d.payload.data(), d.payload_len,
+                                   dest * 1000000 + c * 100000 + seq))
+            << "dest " << dest << " channel " << c << " seq " << seq;
+        ++seq;
+      }
+      EXPECT_EQ(seq, next_send[dest][c]);
+    }
+  }
+}
+
+// A reservation held open while the pool wraps: the chunks after it are
+// freed, the allocator goes round to the start of the pool, and the held
+// chunk stays intact.
+TEST(AmNetworkTest, HeldReservationSurvivesWrapAround) {
+  Supernode node(2, MinMemory(8));
+  Endpoint a(node, 0), b(node, 1);
+  // Two chunks fit in the minimum pool, not three: the third must go round
+  // to the start of the pool, where the first one was freed.
+  const size_t size = 25000;  // Two chunks fit in the minimum pool.
+  ASSERT_EQ(
+      SendMedium(a, Channel::kRequest, 1, 1, {0}, MakePayload(size, 0), true),
+      SendStatus::kOk);
+  Reservation held;
+  ASSERT_EQ(a.net().Reserve(Channel::kRequest, 1, Category::kMedium, 1, size,
+                            true, &held),
+            SendStatus::kOk);
+  const std::vector<unsigned char> held_bytes = MakePayload(size, 1);
+  std::memcpy(held.payload, held_bytes.data(), size);
+  // The first is delivered and freed; the held one blocks the queue behind
+  // it but its chunk must not be handed out again.
+  EXPECT_EQ(b.net().Poll(), 1);
+  Reservation third;
+  ASSERT_EQ(a.net().Reserve(Channel::kRequest, 1, Category::kMedium, 1, size,
+                            true, &third),
+            SendStatus::kOk);
+  ASSERT_TRUE(BodyInPool(node, 0, third, size));
+  ASSERT_TRUE(BodyInPool(node, 0, held, size));
+  // It does not overlap the held one.
+  EXPECT_TRUE(third.body + size <= held.body || held.body + size <= third.body);
+  const std::vector<unsigned char> third_bytes = MakePayload(size, 2);
+  std::memcpy(third.payload, third_bytes.data(), size);
+  // No room for a fourth.
+  Reservation fourth;
+  EXPECT_EQ(a.net().Reserve(Channel::kRequest, 1, Category::kMedium, 1, size,
+                            true, &fourth),
+            SendStatus::kWouldBlock);
+  const uint32_t one = 1, two = 2;
+  a.net().Commit(third, 1, &two, size, 0);
+  EXPECT_EQ(b.net().Poll(), 0);  // Waits for the held one, in order.
+  a.net().Commit(held, 1, &one, size, 0);
+  EXPECT_EQ(b.net().Poll(), 2);
+  ASSERT_EQ(b.delivered.size(), 3u);
+  EXPECT_EQ(b.delivered[1].args[0], 1u);
+  EXPECT_TRUE(b.delivered[1].payload == held_bytes);
+  EXPECT_EQ(b.delivered[2].args[0], 2u);
+  EXPECT_TRUE(b.delivered[2].payload == third_bytes);
+}
+
+// A request handler sends more replies than the reply queue holds, to
+// itself: the reply waits poll replies (and only replies) until they fit.
+TEST(AmNetworkTest, ReplyFromAHandlerWaitsOnRepliesOnly) {
+  Supernode node(1, MinMemory(2));
+  Endpoint a(node, 0);
+  bool in_request = false;
+  int requests = 0;
+  std::vector<uint32_t> replies;
+  a.on_message = [&](const Message& m) {
+    if (m.channel == Channel::kReply) {
+      replies.push_back(m.args[0]);
+      if (m.category == Category::kMedium) {
+        EXPECT_TRUE(PayloadMatches(m.payload, m.payload_len, m.args[0]));
+      }
+      return;
+    }
+    EXPECT_FALSE(in_request) << "a request was delivered inside a reply wait";
+    in_request = true;
+    ++requests;
+    for (uint32_t i = 0; i < 5; ++i) {
+      const uint32_t tag = m.args[0] * 100 + i;
+      const std::vector<uint32_t> args = {tag};
+      // Alternate inline and full-size bodies: the reply pool fills too.
+      const SendStatus s =
+          i % 2 == 0 ? SendShort(a, Channel::kReply, 0, 2, args, false)
+                     : SendMedium(a, Channel::kReply, 0, 3, args,
+                                  MakePayload(kMaxMedium - 100, tag), false);
+      EXPECT_EQ(s, SendStatus::kOk);
+    }
+    in_request = false;
+  };
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 0, 1, {1}, true), SendStatus::kOk);
+  ASSERT_EQ(SendShort(a, Channel::kRequest, 0, 1, {2}, true), SendStatus::kOk);
+  for (int i = 0; i < 10 && (requests < 2 || replies.size() < 10); ++i) {
+    a.net().Poll();
+  }
+  EXPECT_EQ(requests, 2);
+  const std::vector<uint32_t> want = {100, 101, 102, 103, 104,
+                                      200, 201, 202, 203, 204};
+  EXPECT_EQ(replies, want);
+  EXPECT_GT(a.net().waits(), 0u);
+}
+
+// Two ranks each inside a request handler, each sending more replies to the
+// other than its reply queue holds: they complete only because a rank
+// waiting to reply polls its own replies.
+TEST(AmNetworkTest, CrossedRepliesFromHandlersDoNotDeadlock) {
+  constexpr int kReplies = 6;
+  Supernode node(2, Config(1));
+  std::vector<std::unique_ptr<Endpoint>> ranks;
+  for (uint32_t i = 0; i < 2; ++i) {
+    ranks.push_back(std::make_unique<Endpoint>(node, i));
+  }
+  std::atomic<int> in_handler{0};
+  int replies[2] = {0, 0};
+  int requests[2] = {0, 0};
+  bool in_order[2] = {true, true};
+  for (uint32_t me = 0; me < 2; ++me) {
+    Endpoint& e = *ranks[me];
+    e.on_message = [&, me](const Message& m) {
+      const uint32_t peer = 1 - me;
+      if (m.channel == Channel::kReply) {
+        if (m.args[0] != static_cast<uint32_t>(replies[me])) {
+          in_order[me] = false;
+        }
+        ++replies[me];
+        return;
+      }
+      ++requests[me];
+      // Both ranks are in a request handler before either replies.
+      in_handler.fetch_add(1);
+      while (in_handler.load() < 2) sched_yield();
+      for (int i = 0; i < kReplies; ++i) {
+        const std::vector<uint32_t> args = {static_cast<uint32_t>(i)};
+        // Half of them with bodies in the reply pool.
+        if (i % 2 == 0) {
+          SendShort(*ranks[me], Channel::kReply, peer, 2, args, false);
+        } else {
+          SendMedium(*ranks[me], Channel::kReply, peer, 2, args,
+                     MakePayload(30000, i), false);
+        }
+      }
+    };
+  }
+  std::vector<std::thread> threads;
+  for (uint32_t me = 0; me < 2; ++me) {
+    threads.emplace_back([&, me] {
+      Endpoint& e = *ranks[me];
+      SendShort(e, Channel::kRequest, 1 - me, 1, {0}, false);
+      while (requests[me] < 1 || replies[me] < kReplies) {
+        if (e.net().Poll() == 0) sched_yield();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int me = 0; me < 2; ++me) {
+    EXPECT_EQ(requests[me], 1);
+    EXPECT_EQ(replies[me], kReplies);
+    EXPECT_TRUE(in_order[me]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Floods: every rank on its own thread sends to every rank (itself
+// included) as fast as it can, blocking, while the others do the same; each
+// request is answered from its handler. Deadlock freedom, per-sender order,
+// exactly-once delivery and payload integrity.
+
+struct FloodParams {
+  uint32_t ranks;
+  uint32_t depth;
+  bool min_memory;
+  uint32_t messages;  // Per ordered pair.
+};
+
+void PrintTo(const FloodParams& p, std::ostream* os) {
+  *os << absl::StrFormat("{ranks %u, depth %u, %s memory, %u messages}",
+                         p.ranks, p.depth, p.min_memory ? "min" : "default",
+                         p.messages);
+}
+
+std::string FloodName(const testing::TestParamInfo<FloodParams>& info) {
+  return absl::StrFormat("Ranks%uDepth%u%s", info.param.ranks, info.param.depth,
+                         info.param.min_memory ? "MinMemory" : "");
+}
+
+class FloodTest : public testing::TestWithParam<FloodParams> {};
+
+constexpr size_t kLongStride = 1024;
+const size_t kFloodChunkSizes[] = {49, 300, 4000, 20000, 40000, kMaxMedium};
+const size_t kFloodLongSizes[] = {0, 1, 100, 1000};
+
+struct FloodRank {
+  std::unique_ptr<Endpoint> endpoint;
+  // Long destinations: one area per (source, message).
+  std::vector<unsigned char> segment;
+  std::vector<uint32_t> next_request;  // Per source.
+  std::vector<uint32_t> next_reply;    // Per source.
+  uint64_t requests = 0;
+  uint64_t replies = 0;
+  std::vector<std::string> errors;
+
+  void Error(std::string text) {
+    if (errors.size() < 20) errors.push_back(std::move(text));
+  }
+};
+
+// The message `seq` from `source` to `dest`: its category, arguments and
+// payload, all derived from (source, dest, seq).
+struct FloodMessage {
+  Category category;
+  std::vector<uint32_t> args;
+  size_t size;
+  uint32_t seed;
+};
+
+FloodMessage MakeFloodMessage(uint32_t source, uint32_t dest, uint32_t seq) {
+  FloodMessage m;
+  const uint32_t nargs = 2 + seq % 15;
+  m.args = MakeArgs(nargs, Mix(source * 7 + dest, seq));
+  m.args[0] = seq;
+  m.args[1] = source;
+  m.seed = Mix(seq, source * 131 + dest);
+  switch ((seq + source + dest) % 5) {
+    case 0:
+      m.category = Category::kShort;
+      m.size = 0;
+      break;
+    case 1:  // Inline or just past it.
+      m.category = Category::kMedium;
+      m.size = seq % 41;
+      break;
+    case 2:
+    case 3:
+      m.category = Category::kMedium;
+      m.size = kFloodChunkSizes[seq % 6];
+      break;
+    default:
+      m.category = Category::kLong;
+      m.size = kFloodLongSizes[seq % 4];
+      break;
+  }
+  return m;
+}
+
+TEST_P(FloodTest, EveryMessageOnceInOrder) {
+  const FloodParams p = GetParam();
+  Supernode node(p.ranks, p.min_memory ? MinMemory(p.depth) : Config(p.depth));
+  std::vector<FloodRank> ranks(p.ranks);
+  for (uint32_t i = 0; i < p.ranks; ++i) {
+    FloodRank& r = ranks[i];
+    r.endpoint = std::make_unique<Endpoint>(node, i);
+    r.segment.assign(size_t{p.ranks} * p.messages * kLongStride, 0);
+    r.next_request.assign(p.ranks, 0);
+    r.next_reply.assign(p.ranks, 0);
+  }
+  for (uint32_t me = 0; me < p.ranks; ++me) {
+    FloodRank& r = ranks[me];
+    r.endpoint->on_message = [&r, &ranks, &p, me](const Message& m) {
+      const uint32_t src = m.source_index;
+      if (m.source != kJobRankBase + src) r.Error("bad source rank");
+      if (m.channel == Channel::kReply) {
+        ++r.replies;
+        if (m.nargs != 1 || m.args[0] != r.next_reply[src]) {
+          r.Error(absl::StrFormat("reply from %u out of order", src));
+        }
+        if (!PayloadMatches(m.payload, m.payload_len, Mix(m.args[0], src))) {
+          r.Error("reply payload differs");
+        }
+        ++r.next_reply[src];
+        return;
+      }
+      ++r.requests;
+      const uint32_t seq = r.next_request[src]++;
+      const FloodMessage want = MakeFloodMessage(src, me, seq);
+      if (m.nargs < 2 || m.args[0] != seq || m.args[1] != src) {
+        r.Error(absl::StrFormat("request from %u: got seq %u, want %u", src,
+                                m.nargs >= 1 ? m.args[0] : 0, seq));
+        return;
+      }
+      if (m.category != want.category ||
+          std::vector<uint32_t>(m.args, m.args + m.nargs) != want.args ||
+          m.payload_len != want.size) {
+        r.Error(absl::StrFormat("request %u from %u: wrong header", seq, src));
+      } else if (m.category != Category::kShort &&
+                 !PayloadMatches(m.payload, m.payload_len, want.seed)) {
+        r.Error(
+            absl::StrFormat("request %u from %u: payload differs", seq, src));
+      }
+      if (m.category == Category::kLong &&
+          m.payload != r.segment.data() +
+                           (size_t{src} * p.messages + seq) * kLongStride) {
+        r.Error("Long destination differs");
+      }
+      // Answer from the handler (replies travel on their own channel; a
+      // big one now and then uses the reply pool).
+      const std::vector<unsigned char> body =
+          MakePayload(seq % 3 == 0 ? 3000 : seq % 11, Mix(seq, me));
+      if (SendMedium(*r.endpoint, Channel::kReply, src, 2, {seq}, body,
+                     false) != SendStatus::kOk) {
+        r.Error("a blocking reply did not go");
+      }
+    };
+  }
+  std::vector<std::thread> threads;
+  for (uint32_t me = 0; me < p.ranks; ++me) {
+    threads.emplace_back([&ranks, &p, me] {
+      FloodRank& r = ranks[me];
+      Endpoint& e = *r.endpoint;
+      for (uint32_t seq = 0; seq < p.messages; ++seq) {
+        for (uint32_t k = 0; k < p.ranks; ++k) {
+          const uint32_t dest = (me + k) % p.ranks;
+          const FloodMessage m = MakeFloodMessage(me, dest, seq);
+          const std::vector<unsigned char> payload =
+              MakePayload(m.size, m.seed);
+          SendStatus s;
+          if (m.category == Category::kShort) {
+            s = SendShort(e, Channel::kRequest, dest, 1, m.args, false);
+          } else if (m.category == Category::kMedium) {
+            s = SendMedium(e, Channel::kRequest, dest, 1, m.args, payload,
+                           false);
+          } else {
+            unsigned char* target =
+                ranks[dest].segment.data() +
+                (size_t{me} * p.messages + seq) * kLongStride;
+            s = SendLong(e, Channel::kRequest, dest, 1, m.args, payload, target,
+                         false);
+          }
+          if (s != SendStatus::kOk) r.Error("a blocking send did not go");
+        }
+      }
+      const uint64_t expected = uint64_t{p.messages} * p.ranks;
+      while (r.requests < expected || r.replies < expected) {
+        if (e.net().Poll() == 0) sched_yield();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (uint32_t me = 0; me < p.ranks; ++me) {
+    const FloodRank& r = ranks[me];
+    for (const std::string& e : r.errors)
+      ADD_FAILURE() << "rank " << me << ": " << e;
+    for (uint32_t src = 0; src < p.ranks; ++src) {
+      EXPECT_EQ(r.next_request[src], p.messages) << me << " from " << src;
+      EXPECT_EQ(r.next_reply[src], p.messages) << me << " from " << src;
+    }
+    // Nothing more arrives.
+    EXPECT_EQ(r.endpoint->net().Poll(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Depths, FloodTest,
+    testing::Values(FloodParams{2, 1, false, 300}, FloodParams{2, 1, true, 300},
+                    FloodParams{2, 2, false, 400}, FloodParams{2, 3, true, 400},
+                    FloodParams{2, 8, false, 600}, FloodParams{2, 8, true, 600},
+                    FloodParams{3, 3, true, 300}, FloodParams{3, 8, false, 300},
+                    FloodParams{4, 2, true, 150}),
+    FloodName);
+
+// ---------------------------------------------------------------------------
+// Thread-safe mode: several threads of one rank send at once.
+
+struct ThreadSafeParams {
+  uint32_t depth;
+  bool min_memory;
+};
+
+void PrintTo(const ThreadSafeParams& p, std::ostream* os) {
+  *os << absl::StrFormat("{depth %u, %s memory}", p.depth,
+                         p.min_memory ? "min" : "default");
+}
+
+std::string ThreadSafeName(
+    const testing::TestParamInfo<ThreadSafeParams>& info) {
+  return absl::StrFormat("Depth%u%s", info.param.depth,
+                         info.param.min_memory ? "MinMemory" : "");
+}
+
+class ThreadSafeTest : public testing::TestWithParam<ThreadSafeParams> {};
+
+// Ranks 1 and 2 each run 4 producer threads sending to rank 0 (and now and
+// then to themselves), which one thread polls and which replies to each
+// request; the producers' threads poll their own rank for the replies.
+TEST_P(ThreadSafeTest, ProducersOnManyThreads) {
+  constexpr uint32_t kSenders = 2;
+  constexpr uint32_t kThreads = 4;
+  constexpr uint32_t kMessages = 400;  // Per thread, to rank 0.
+  const ThreadSafeParams p = GetParam();
+  Supernode node(1 + kSenders,
+                 p.min_memory ? MinMemory(p.depth) : Config(p.depth));
+  std::vector<std::unique_ptr<Endpoint>> ranks;
+  for (uint32_t i = 0; i <= kSenders; ++i) {
+    ranks.push_back(std::make_unique<Endpoint>(node, i, /*thread_safe=*/true));
+  }
+
+  // Rank 0: checks per-(source, thread) order; replies with (thread, seq).
+  std::vector<uint32_t> next(size_t{(1 + kSenders) * kThreads}, 0);
+  std::vector<std::string> receiver_errors;
+  uint64_t received = 0;
+  ranks[0]->on_message = [&](const Message& m) {
+    ++received;
+    if (m.channel != Channel::kRequest || m.nargs < 2) {
+      receiver_errors.push_back("unexpected message");
+      return;
+    }
+    const uint32_t thread = m.args[0], seq = m.args[1];
+    if (thread >= kThreads || m.source_index == 0) {
+      receiver_errors.push_back("bad source or thread");
+      return;
+    }
+    uint32_t& want = next[m.source_index * kThreads + thread];
+    if (seq != want && receiver_errors.size() < 20) {
+      receiver_errors.push_back(
+          absl::StrFormat("from rank %u thread %u: got %u, want %u",
+                          m.source_index, thread, seq, want));
+    }
+    want = seq + 1;
+    if (m.category == Category::kMedium &&
+        !PayloadMatches(m.payload, m.payload_len,
+                        Mix(m.source_index * kThreads + thread, seq)) &&
+        receiver_errors.size() < 20) {
+      receiver_errors.push_back("payload differs");
+    }
+    const uint32_t reply[2] = {thread, seq};
+    ranks[0]->net().Send(Channel::kReply, m.source_index, Category::kShort, 3,
+                         reply, 2, nullptr, 0, nullptr, 0, false);
+  };
+
+  // Ranks 1..kSenders: handlers may run on any of their threads at once.
+  struct SenderState {
+    std::vector<std::atomic<uint8_t>> reply_seen =
+        std::vector<std::atomic<uint8_t>>(kThreads * kMessages);
+    std::vector<std::atomic<uint8_t>> loopback_seen =
+        std::vector<std::atomic<uint8_t>>(kThreads * kMessages);
+    std::atomic<uint32_t> replies{0};
+    std::atomic<uint32_t> loopbacks{0};
+    std::atomic<uint32_t> duplicates{0};
+    std::atomic<uint32_t> loopbacks_sent{0};
+  };
+  std::vector<std::unique_ptr<SenderState>> states;
+  for (uint32_t k = 0; k <= kSenders; ++k) {
+    states.push_back(std::make_unique<SenderState>());
+  }
+  for (uint32_t k = 1; k <= kSenders; ++k) {
+    SenderState& s = *states[k];
+    ranks[k]->on_message = [&s](const Message& m) {
+      if (m.nargs < 2 || m.args[0] >= kThreads || m.args[1] >= kMessages) {
+        s.duplicates.fetch_add(1);  // Counted as an error.
+        return;
+      }
+      const uint32_t index = m.args[0] * kMessages + m.args[1];
+      if (m.channel == Channel::kReply) {
+        if (s.reply_seen[index].exchange(1) != 0) s.duplicates.fetch_add(1);
+        s.replies.fetch_add(1);
+      } else {
+        if (s.loopback_seen[index].exchange(1) != 0) s.duplicates.fetch_add(1);
+        s.loopbacks.fetch_add(1);
+      }
+    };
+  }
+
+  std::atomic<bool> receiver_done{false};
+  std::thread receiver([&] {
+    while (received < kSenders * kThreads * kMessages) {
+      if (ranks[0]->net().Poll() == 0) sched_yield();
+    }
+    receiver_done = true;
+  });
+  std::vector<std::thread> producers;
+  std::atomic<uint32_t> would_block{0};
+  for (uint32_t k = 1; k <= kSenders; ++k) {
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      producers.emplace_back([&, k, t] {
+        AmNetwork& net = ranks[k]->net();
+        SenderState& s = *states[k];
+        for (uint32_t seq = 0; seq < kMessages; ++seq) {
+          const uint32_t args[3] = {t, seq, k};
+          const bool immediate = seq % 3 == 1;
+          const uint32_t seed = Mix(k * kThreads + t, seq);
+          for (;;) {
+            SendStatus status;
+            switch (seq % 4) {
+              case 0:
+                status = net.Send(Channel::kRequest, 0, Category::kShort, 1,
+                                  args, 3, nullptr, 0, nullptr, 0, immediate);
+                break;
+              case 1:
+              case 2: {
+                const size_t sizes[] = {10, 100, 3000, 20000, kMaxMedium};
+                const std::vector<unsigned char> payload =
+                    MakePayload(sizes[seq % 5], seed);
+                status = net.Send(Channel::kRequest, 0, Category::kMedium, 1,
+                                  args, 2, payload.data(), payload.size(),
+                                  nullptr, 0, immediate);
+                break;
+              }
+              default: {
+                // Reserve, cancel one, then send through Reserve/Commit.
+                Reservation r;
+                status = net.Reserve(Channel::kRequest, 0, Category::kMedium, 2,
+                                     5000, immediate, &r);
+                if (status != SendStatus::kOk) break;
+                net.Cancel(r);
+                status = net.Reserve(Channel::kRequest, 0, Category::kMedium, 2,
+                                     5000, immediate, &r);
+                if (status != SendStatus::kOk) break;
+                const std::vector<unsigned char> payload =
+                    MakePayload(2000, seed);
+                std::memcpy(r.payload, payload.data(), payload.size());
+                net.Commit(r, 1, args, payload.size(), 0);
+                break;
+              }
+            }
+            if (status == SendStatus::kOk) break;
+            would_block.fetch_add(1);
+            if (net.Poll() == 0) sched_yield();
+          }
+          if (seq % 7 == 0) {
+            // Loopback on a rank whose other threads are polling.
+            const uint32_t mine[2] = {t, seq};
+            net.Send(Channel::kRequest, k, Category::kShort, 4, mine, 2,
+                     nullptr, 0, nullptr, 0, false);
+            s.loopbacks_sent.fetch_add(1);
+          }
+        }
+        // Until every reply and loopback for this rank has arrived.
+        while (s.replies.load() < kThreads * kMessages ||
+               s.loopbacks.load() < (kMessages + 6) / 7 * kThreads) {
+          if (net.Poll() == 0) sched_yield();
+        }
+      });
+    }
+  }
+  for (std::thread& t : producers) t.join();
+  receiver.join();
+  EXPECT_TRUE(receiver_done);
+  for (const std::string& e : receiver_errors) ADD_FAILURE() << e;
+  EXPECT_EQ(received, kSenders * kThreads * kMessages);
+  for (uint32_t k = 1; k <= kSenders; ++k) {
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      EXPECT_EQ(next[k * kThreads + t], kMessages);
+    }
+    EXPECT_EQ(states[k]->replies.load(), kThreads * kMessages);
+    EXPECT_EQ(states[k]->loopbacks.load(), states[k]->loopbacks_sent.load());
+    EXPECT_EQ(states[k]->duplicates.load(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ThreadSafeTest,
+                         testing::Values(ThreadSafeParams{2, true},
+                                         ThreadSafeParams{3, false},
+                                         ThreadSafeParams{8, true}),
+                         ThreadSafeName);
+
+// ---------------------------------------------------------------------------
+// Fatal errors.
+
+class AmNetworkDeathTest : public testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+void IgnoreMessage(void*, const Message&) {}
+
+TEST_F(AmNetworkDeathTest, RegionOfAnotherPeerCount) {
+  Supernode two(2, Config(4));
+  Supernode three(3, Config(4));
+  AmNetwork::Options options =
+      two.Options(0, IgnoreMessage, nullptr, /*thread_safe=*/false);
+  AmNetwork::Options other =
+      three.Options(0, IgnoreMessage, nullptr, /*thread_safe=*/false);
+  options.regions[1] = other.regions[1];  // Formatted for 3 peers.
+  EXPECT_DEATH({ AmNetwork net(options); },
+               "region of rank 101 is not a PSHM network.*3 peers.*expected "
+               "2 peers");
+}
+
+TEST_F(AmNetworkDeathTest, RegionOfAnotherOwner) {
+  Supernode node(2, Config(4));
+  AmNetwork::Options options = node.Options(1, IgnoreMessage, nullptr, false);
+  options.ranks = {kJobRankBase, 7};  // Region 1 belongs to job rank 101.
+  EXPECT_DEATH({ AmNetwork net(options); },
+               "region of rank 7 is not a PSHM network.*owner 101");
+  // Swapped regions: each names the other's owner.
+  AmNetwork::Options swapped = node.Options(0, IgnoreMessage, nullptr, false);
+  std::swap(swapped.regions[0], swapped.regions[1]);
+  EXPECT_DEATH({ AmNetwork net(swapped); }, "not a PSHM network");
+}
+
+TEST_F(AmNetworkDeathTest, UnformattedRegion) {
+  Supernode node(2, Config(4));
+  AmNetwork::Options options = node.Options(0, IgnoreMessage, nullptr, false);
+  const size_t bytes = AmNetwork::RegionBytes(Config(4), 2);
+  std::unique_ptr<void, decltype(&std::free)> zeros(
+      std::aligned_alloc(kCacheLine, bytes), &std::free);
+  std::memset(zeros.get(), 0, bytes);
+  options.regions[1] = zeros.get();
+  EXPECT_DEATH({ AmNetwork net(options); }, "not a PSHM network");
+}
+
+TEST_F(AmNetworkDeathTest, BadOptions) {
+  Supernode node(2, Config(4));
+  AmNetwork::Options options = node.Options(2, IgnoreMessage, nullptr, false);
+  EXPECT_DEATH({ AmNetwork net(options); }, "bad options");
+  options = node.Options(0, nullptr, nullptr, false);
+  EXPECT_DEATH({ AmNetwork net(options); }, "bad options");
+  options = node.Options(0, IgnoreMessage, nullptr, false);
+  options.ranks.pop_back();
+  EXPECT_DEATH({ AmNetwork net(options); }, "bad options");
+}
+
+TEST_F(AmNetworkDeathTest, BodyLargerThanThePool) {
+  Supernode node(2, MinMemory(4));
+  Endpoint a(node, 0);
+  Reservation r;
+  EXPECT_DEATH(a.net().Reserve(Channel::kRequest, 1, Category::kMedium,
+                               kMaxArgs, 2 * kMaxMedium, false, &r),
+               "does not fit in a payload pool");
+}
+
+// ---------------------------------------------------------------------------
+// KNOWN BUG, disabled until fixed (reported to the pshm/ owner): queue
+// positions are 32-bit and wrap at 2^32; with a depth that is not a power
+// of two, Index() = `position % depth` jumps at the wrap (2^32 % 3 == 1),
+// so positions 2^32 - 1 and 2^32 (== 0) use the same slot. When the
+// receiver has not yet taken message 2^32 - 1, the sender overwrites it
+// with message 2^32 (the queue looks one-full, not full), and the receiver
+// then waits forever for a sequence number that never comes: Poll returns
+// 0 for messages 4294967295 and 4294967296 and the queue stays full. With
+// Config(4) the same run passes. Takes 2^32 messages on one pair (about
+// 100 s with -c opt), so it also stays disabled after the fix; run with
+//   bazel run -c opt //pshm:am_network_test --
+//     --gtest_also_run_disabled_tests --gtest_filter='*PositionWrap*'
+TEST(AmNetworkTest, DISABLED_NonPowerOfTwoDepthSurvivesPositionWrap) {
+  Supernode node(1, Config(3));
+  Endpoint a(node, 0);
+  uint32_t expect = 0;
+  bool in_order = true;
+  a.on_message = [&](const Message& m) {
+    if (m.args[0] != expect) in_order = false;
+    ++expect;
+  };
+  uint32_t tag = 0;
+  auto send = [&] {
+    return a.net().Send(Channel::kRequest, 0, Category::kShort, 1, &tag, 1,
+                        nullptr, 0, nullptr, 0, /*immediate=*/true);
+  };
+  // One message first, then pairs, so one pair straddles the wrap: message
+  // 2^32 - 1 is still unread when message 2^32 is sent.
+  ASSERT_EQ(send(), SendStatus::kOk);
+  ++tag;
+  ASSERT_EQ(a.net().Poll(), 1);
+  const uint64_t pairs = (uint64_t{1} << 31) + 4;
+  for (uint64_t i = 0; i < pairs; ++i) {
+    ASSERT_EQ(send(), SendStatus::kOk) << "message " << (2 * i + 1);
+    ++tag;
+    ASSERT_EQ(send(), SendStatus::kOk) << "message " << (2 * i + 2);
+    ++tag;
+    ASSERT_EQ(a.net().Poll(), 2)
+        << "messages " << (2 * i + 1) << " and " << (2 * i + 2);
+  }
+  EXPECT_TRUE(in_order);
+}
+
+}  // namespace
+}  // namespace gex::pshm
