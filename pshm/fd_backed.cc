@@ -91,6 +91,16 @@ absl::Status Map(OpenFn open_fn, const std::string& path, size_t size,
 
 void Unmap(void* address, size_t size) { munmap(address, size); }
 
+absl::Status RemoveName(UnlinkFn unlink_fn, std::string_view call,
+                        const std::string& path) {
+  if (unlink_fn(path) != 0 && errno != ENOENT) {
+    const int err = errno;
+    return absl::InternalError(
+        absl::StrFormat("%s(%s): %s", call, path, Errno(err)));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> List(const std::string& dir,
                               std::string_view job_prefix) {
   std::vector<std::string> found;

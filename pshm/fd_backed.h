@@ -31,6 +31,10 @@ absl::Status Create(OpenFn open_fn, UnlinkFn unlink_fn, const std::string& path,
 absl::Status Map(OpenFn open_fn, const std::string& path, size_t size,
                  mechanism::Mapping* out);
 void Unmap(void* address, size_t size);
+// Removes `path` with `unlink_fn` (named `call` in the error); a name
+// already gone is not an error.
+absl::Status RemoveName(UnlinkFn unlink_fn, std::string_view call,
+                        const std::string& path);
 
 // Names (full paths) in `dir` that belong to job `job_prefix`.
 std::vector<std::string> List(const std::string& dir,

@@ -39,11 +39,7 @@ absl::Status Map(const std::string& path, int64_t, size_t size, Mapping* out) {
 void Unmap(void* address, size_t size) { fd_backed::Unmap(address, size); }
 
 absl::Status RemoveName(const std::string& path) {
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(
-        absl::StrFormat("unlink(%s): %s", path, std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return fd_backed::RemoveName(UnlinkFile, "unlink", path);
 }
 
 std::vector<std::string> List(std::string_view job_prefix,
