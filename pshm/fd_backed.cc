@@ -12,11 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "base/status.h"
 
 namespace gex::pshm::fd_backed {
 namespace {
-
-std::string Errno(int err) { return std::strerror(err); }
 
 std::string JobFilePrefix(std::string_view job_prefix) {
   return absl::StrFormat("%s%s.", kFilePrefix, job_prefix);
@@ -29,15 +28,15 @@ absl::Status Create(OpenFn open_fn, UnlinkFn unlink_fn, const std::string& path,
   const int fd = open_fn(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int err = errno;
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot create shared memory object %s: %s", path, Errno(err)));
+    return ErrnoToStatus(
+        err, absl::StrFormat("cannot create shared memory object %s", path));
   }
   auto fail = [&](std::string_view what, int err) {
     close(fd);
     unlink_fn(path);
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("cannot %s shared memory object %s (%u bytes): %s",
-                        what, path, size, Errno(err)));
+    return ErrnoToStatus(
+        err, absl::StrFormat("cannot %s shared memory object %s (%u bytes)",
+                             what, path, size));
   };
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     return fail("size", errno);
@@ -62,8 +61,9 @@ absl::Status Map(OpenFn open_fn, const std::string& path, size_t size,
   const int fd = open_fn(path, O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
     const int err = errno;
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot open a peer's shared memory object %s: %s", path, Errno(err)));
+    return ErrnoToStatus(
+        err,
+        absl::StrFormat("cannot open a peer's shared memory object %s", path));
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < size) {
@@ -78,10 +78,10 @@ absl::Status Map(OpenFn open_fn, const std::string& path, size_t size,
   const int err = errno;
   close(fd);
   if (address == MAP_FAILED) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("cannot map a peer's shared memory object %s (%u "
-                        "bytes): %s",
-                        path, size, Errno(err)));
+    return ErrnoToStatus(
+        err, absl::StrFormat(
+                 "cannot map a peer's shared memory object %s (%u bytes)", path,
+                 size));
   }
   out->address = address;
   out->id = 0;
@@ -94,9 +94,7 @@ void Unmap(void* address, size_t size) { munmap(address, size); }
 absl::Status RemoveName(UnlinkFn unlink_fn, std::string_view call,
                         const std::string& path) {
   if (unlink_fn(path) != 0 && errno != ENOENT) {
-    const int err = errno;
-    return absl::InternalError(
-        absl::StrFormat("%s(%s): %s", call, path, Errno(err)));
+    return ErrnoToStatus(errno, absl::StrFormat("%s(%s)", call, path));
   }
   return absl::OkStatus();
 }

@@ -3,9 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_format.h"
 #include "pshm/fd_backed.h"
 #include "pshm/mechanism_impl.h"

@@ -2,9 +2,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_format.h"
 #include "pshm/fd_backed.h"
 #include "pshm/mechanism_impl.h"

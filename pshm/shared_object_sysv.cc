@@ -16,12 +16,11 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "base/status.h"
 #include "pshm/mechanism_impl.h"
 
 namespace gex::pshm::mechanism {
 namespace {
-
-std::string Errno(int err) { return std::strerror(err); }
 
 struct SegmentEntry {
   int64_t id;
@@ -72,7 +71,8 @@ absl::Status Create(const std::string& path, size_t size, Mapping* out) {
   if (id < 0) {
     const int err = errno;
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "cannot create %s (%u bytes): shmget: %s%s", path, size, Errno(err),
+        "cannot create %s (%u bytes): shmget: %s%s", path, size,
+        std::strerror(err),
         err == EINVAL || err == ENOSPC || err == ENOMEM
             ? " (see kernel.shmmax, kernel.shmall and kernel.shmmni)"
             : ""));
@@ -82,8 +82,8 @@ absl::Status Create(const std::string& path, size_t size, Mapping* out) {
   // Removed now: it lives as long as someone has it attached.
   shmctl(id, IPC_RMID, nullptr);
   if (address == reinterpret_cast<void*>(-1)) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "cannot attach %s (%u bytes): shmat: %s", path, size, Errno(err)));
+    return ErrnoToStatus(
+        err, absl::StrFormat("cannot attach %s (%u bytes): shmat", path, size));
   }
   out->address = address;
   out->id = id;
@@ -96,8 +96,8 @@ absl::Status Map(const std::string& path, int64_t id, size_t size,
   struct shmid_ds ds;
   if (shmctl(static_cast<int>(id), IPC_STAT, &ds) != 0) {
     const int err = errno;
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot find a peer's %s (id %d): %s", path, id, Errno(err)));
+    return ErrnoToStatus(
+        err, absl::StrFormat("cannot find a peer's %s (id %d)", path, id));
   }
   if (ds.shm_segsz < size) {
     return absl::DataLossError(
@@ -107,8 +107,8 @@ absl::Status Map(const std::string& path, int64_t id, size_t size,
   void* address = shmat(static_cast<int>(id), nullptr, 0);
   if (address == reinterpret_cast<void*>(-1)) {
     const int err = errno;
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "cannot attach a peer's %s (id %d): %s", path, id, Errno(err)));
+    return ErrnoToStatus(
+        err, absl::StrFormat("cannot attach a peer's %s (id %d)", path, id));
   }
   out->address = address;
   out->id = id;

@@ -20,11 +20,6 @@ constexpr uint32_t kNetworkSerial = 0;
 constexpr uint32_t kSegmentSerial = 1;
 constexpr size_t kPrefixBytes = 48;
 
-uint64_t PageSize() {
-  const long page = sysconf(_SC_PAGESIZE);
-  return page > 0 ? static_cast<uint64_t>(page) : 4096;
-}
-
 // What each rank tells the others about one of its objects.
 struct Shared {
   int32_t ok;
@@ -129,6 +124,7 @@ absl::StatusOr<std::unique_ptr<Supernode>> Supernode::Create(
   // Segment limits, now that the network's memory is taken.
   const SegmentLimitInputs limits = CurrentSegmentLimitInputs(
       static_cast<uint32_t>(map.my_host_members().size()), *max_segsize);
+  sn->page_size_ = limits.page_size;
   sn->max_local_ = MaxLocalSegmentSize(limits);
   sn->limit_reason_ = DescribeSegmentLimit(limits);
   std::vector<uint64_t> all(map.size());
@@ -148,7 +144,7 @@ absl::Status Supernode::AttachSegment(Bootstrap& bootstrap, size_t size) {
     return absl::FailedPreconditionError(
         "the PSHM segment is already attached");
   }
-  const uint64_t page = PageSize();
+  const uint64_t page = page_size_;
   const uint64_t rounded = (size + page - 1) / page * page;
   absl::Status local = absl::OkStatus();
   if (size > max_local_ || rounded > max_local_) {

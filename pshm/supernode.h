@@ -133,6 +133,7 @@ class Supernode {
   std::vector<SharedObject> net_objects_;      // By supernode index.
   std::vector<SharedObject> segment_objects_;  // By supernode index.
   std::unique_ptr<AmNetwork> network_;
+  uint64_t page_size_ = 4096;  // From the segment limit inputs.
   uint64_t max_local_ = 0;
   uint64_t max_global_ = 0;
   std::string limit_reason_;
