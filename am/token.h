@@ -1,0 +1,58 @@
+// A token: what the runtime knows about the message a handler runs for,
+// handed to the handler as an opaque gex_Token_t (a pointer to this, on
+// the stack of the code that delivers the message). Replies go back
+// through it, and it enforces GASNet's rules: only a Request handler may
+// reply, at most once. Those checks are one load and one store, so they are
+// on in every build.
+#ifndef GEX_AM_TOKEN_H_
+#define GEX_AM_TOKEN_H_
+
+#include <cstdint>
+
+#include "am/handler_table.h"
+
+namespace gex::am {
+
+struct Token {
+  uint32_t source = 0;        // The sender's job rank.
+  uint32_t source_index = 0;  // The sender's index in this supernode.
+  const Entry* entry = nullptr;
+  bool is_request = false;
+  bool is_long = false;
+  bool replied = false;
+};
+
+// Handler context of the calling thread: how deep in handlers it is, so
+// that calls a handler must not make (a Request, a barrier, a blocking
+// wait) are reported. One thread-local counter, kept in every build.
+class HandlerContext {
+ public:
+  static bool InHandler() { return depth_ != 0; }
+  static const Token* Current() { return current_; }
+
+  // Marks the calling thread as running `token`'s handler while alive.
+  class Scope {
+   public:
+    explicit Scope(const Token* token) : saved_(current_) {
+      ++depth_;
+      current_ = token;
+    }
+    ~Scope() {
+      --depth_;
+      current_ = saved_;
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const Token* saved_;
+  };
+
+ private:
+  static inline thread_local unsigned depth_ = 0;
+  static inline thread_local const Token* current_ = nullptr;
+};
+
+}  // namespace gex::am
+
+#endif  // GEX_AM_TOKEN_H_

@@ -1,0 +1,476 @@
+/* gasnetex.h: the GASNet-EX C API, as this implementation (gex) offers it.
+ *
+ * The contract is the GASNet-EX specification (docs/GASNet-EX.txt in
+ * BerkeleyLab/gasnet); this header is our own. A client includes it with no
+ * path prefix and depends on one conduit target, which also defines the
+ * threading mode:
+ *
+ *   //conduit/smp:gasnet_smp_seq   -> GASNET_SEQ   (one client thread calls)
+ *   //conduit/smp:gasnet_smp_par   -> GASNET_PAR   (any thread may call)
+ *
+ * A client may instead define exactly one of GASNET_SEQ, GASNET_PAR or
+ * GASNET_PARSYNC itself. The mode is checked at link time: gex_Client_Init
+ * names a mode-specific symbol, so a SEQ client linked against a PAR library
+ * fails to link instead of running unsafely.
+ *
+ * Valid as C11 and as C++. What this version implements is listed in the
+ * README ("The C API"); RMA (gex_RMA_*) arrives with the RMA layer. */
+#ifndef GASNETEX_H
+#define GASNETEX_H
+#define _GASNETEX_H 1
+#define _IN_GASNETEX_H 1
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------- */
+/* Threading mode and conduit: defined by the conduit target (Bazel
+ * `defines`) or by the client, exactly one mode. */
+
+#if defined(GASNET_SEQ) + defined(GASNET_PAR) + defined(GASNET_PARSYNC) > 1
+#error "define only one of GASNET_SEQ, GASNET_PAR, GASNET_PARSYNC"
+#endif
+#if !defined(GASNET_SEQ) && !defined(GASNET_PAR) && !defined(GASNET_PARSYNC)
+#error "no GASNet threading mode: depend on //conduit/<name>:gasnet_<name>_seq or _par, or define GASNET_SEQ, GASNET_PAR or GASNET_PARSYNC"
+#endif
+#if defined(GASNET_PAR)
+#define GASNETI_THREAD_MODE_STR "PAR"
+#define GASNETI_THREAD_MODE_SUFFIX PAR
+#elif defined(GASNET_PARSYNC)
+#define GASNETI_THREAD_MODE_STR "PARSYNC"
+#define GASNETI_THREAD_MODE_SUFFIX PARSYNC
+#else
+#define GASNETI_THREAD_MODE_STR "SEQ"
+#define GASNETI_THREAD_MODE_SUFFIX SEQ
+#endif
+
+#if defined(GASNET_CONDUIT_SMP)
+#define GASNET_CONDUIT_NAME SMP
+#define GASNET_CONDUIT_NAME_STR "SMP"
+#define GASNET_CONDUIT_NAME_STR_LC "smp"
+#elif !defined(GASNET_CONDUIT_NAME_STR)
+#error "no GASNet conduit: depend on //conduit/<name>:gasnet_<name>_seq or _par"
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Versions and configuration a client tests. */
+
+#define GEX_SPEC_VERSION_MAJOR 0
+#define GEX_SPEC_VERSION_MINOR 18
+#define GASNET_SPEC_VERSION_MAJOR 1
+#define GASNET_SPEC_VERSION_MINOR 8
+#define GASNET_RELEASE_VERSION_MAJOR 2025
+#define GASNET_RELEASE_VERSION_MINOR 2
+#define GASNET_RELEASE_VERSION_PATCH 0
+#define GASNETI_RELEASE_VERSION 2025.2.0
+#define GASNETI_GEX_IMPLEMENTATION "gex"
+
+#define GASNET_SEGMENT_FAST 1
+#define GASNETI_SEGMENT_CONFIG "FAST"
+#define GASNET_PSHM 1
+#define GASNET_ALIGNED_SEGMENTS 0
+#define GASNET_PAGESIZE 4096
+#define GASNET_CACHE_LINE_BYTES 64
+#define GASNET_MAXNODES 0x7fffffff
+#define GASNET_MAXEPS 1
+#define GASNET_SUPPORTS_AM_CANCEL 1
+#if defined(GEX_DEBUG) && GEX_DEBUG
+#define GASNET_DEBUG 1
+#define GASNETI_BUILD_KIND_STR "debug"
+#else
+#define GASNET_NDEBUG 1
+#define GASNETI_BUILD_KIND_STR "release"
+#endif
+#define GASNET_CONFIG_STRING                                              \
+  "RELEASE=2025.2.0,SPEC=0.18,CONDUIT=" GASNET_CONDUIT_NAME_STR           \
+  ",THREADMODEL=" GASNETI_THREAD_MODE_STR ",SEGMENT=FAST,PTR=64bit,PSHM," \
+  "IMPLEMENTATION=gex," GASNETI_BUILD_KIND_STR
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Basic types. */
+
+typedef uint32_t gex_Rank_t;
+#define GEX_RANK_INVALID ((gex_Rank_t)0xFFFFFFFFu)
+typedef uint32_t gex_Flags_t;
+typedef uint8_t gex_AM_Index_t;
+typedef int32_t gex_AM_Arg_t;
+typedef uint16_t gex_EP_Index_t;
+typedef unsigned int gex_EP_Capabilities_t;
+typedef unsigned int gex_TI_t;
+typedef uint64_t gex_RMA_Value_t;
+
+typedef struct gex_Client_opaque *gex_Client_t;
+typedef struct gex_EP_opaque *gex_EP_t;
+typedef struct gex_TM_opaque *gex_TM_t;
+typedef struct gex_Segment_opaque *gex_Segment_t;
+typedef struct gex_Token_opaque *gex_Token_t;
+typedef struct gex_Event_opaque *gex_Event_t;
+typedef struct gex_AM_SrcDesc_opaque *gex_AM_SrcDesc_t;
+
+#define GEX_CLIENT_INVALID ((gex_Client_t)0)
+#define GEX_EP_INVALID ((gex_EP_t)0)
+#define GEX_TM_INVALID ((gex_TM_t)0)
+#define GEX_SEGMENT_INVALID ((gex_Segment_t)0)
+#define GEX_AM_SRCDESC_NO_OP ((gex_AM_SrcDesc_t)0)
+
+/* Events. GEX_EVENT_INVALID is an event that has already completed;
+ * GEX_EVENT_NO_OP one that never needs waiting. The lc_opt constants
+ * choose local completion for an AM or RMA call. */
+#define GEX_EVENT_INVALID ((gex_Event_t)(uintptr_t)0)
+#define GEX_EVENT_NO_OP ((gex_Event_t)(uintptr_t)1)
+#define GEX_EVENT_NOW ((gex_Event_t *)(uintptr_t)1)
+#define GEX_EVENT_DEFER ((gex_Event_t *)(uintptr_t)2)
+#define GEX_EVENT_GROUP ((gex_Event_t *)(uintptr_t)3)
+
+/* Return codes. */
+#define GASNET_OK 0
+#define _GASNET_ERR_BASE 10000
+#define GASNET_ERR_NOT_INIT (_GASNET_ERR_BASE + 1)
+#define GASNET_ERR_RESOURCE (_GASNET_ERR_BASE + 2)
+#define GASNET_ERR_BAD_ARG (_GASNET_ERR_BASE + 3)
+#define GASNET_ERR_NOT_READY (_GASNET_ERR_BASE + 4)
+#define GASNET_ERR_BARRIER_MISMATCH (_GASNET_ERR_BASE + 5)
+
+/* The name ("GASNET_ERR_BAD_ARG") and a description of a return code. */
+extern const char *gasnet_ErrorName(int errval);
+extern const char *gasnet_ErrorDesc(int errval);
+
+/* ---------------------------------------------------------------------- */
+/* Flags. */
+
+#define GEX_FLAG_IMMEDIATE ((gex_Flags_t)1u << 0)
+#define GEX_FLAG_AM_PREPARE_LEAST_CLIENT ((gex_Flags_t)1u << 1)
+#define GEX_FLAG_AM_PREPARE_LEAST_ALLOC ((gex_Flags_t)1u << 2)
+#define GEX_FLAG_ENABLE_LEAF_LC ((gex_Flags_t)1u << 3)
+#define GEX_FLAG_RANK_IS_JOBRANK ((gex_Flags_t)1u << 4)
+#define GEX_FLAG_SELF_SEG_UNKNOWN ((gex_Flags_t)1u << 5)
+#define GEX_FLAG_PEER_SEG_UNKNOWN ((gex_Flags_t)1u << 6)
+
+/* Handler registration: category and kind. */
+#define GEX_FLAG_AM_SHORT ((gex_Flags_t)1u << 8)
+#define GEX_FLAG_AM_MEDIUM ((gex_Flags_t)1u << 9)
+#define GEX_FLAG_AM_LONG ((gex_Flags_t)1u << 10)
+#define GEX_FLAG_AM_MEDLONG (GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_LONG)
+#define GEX_FLAG_AM_REQUEST ((gex_Flags_t)1u << 11)
+#define GEX_FLAG_AM_REPLY ((gex_Flags_t)1u << 12)
+#define GEX_FLAG_AM_REQREP (GEX_FLAG_AM_REQUEST | GEX_FLAG_AM_REPLY)
+
+/* gex_Client_Init. */
+#define GEX_FLAG_USES_GASNET1 ((gex_Flags_t)1u << 16)
+#define GEX_FLAG_DEFER_THREADS ((gex_Flags_t)1u << 17)
+
+/* ---------------------------------------------------------------------- */
+/* Client, endpoint, team, segment. */
+
+/* Starts this process's part of the job (every rank calls it, once): joins
+ * the launcher's job (or, started directly with GASNET_PSHM_NODES=N, starts
+ * N-1 more ranks first), maps the supernode's shared memory, and returns
+ * the client, its primordial endpoint and the team of all ranks. *argc and
+ * *argv (may be NULL) get back the program's own arguments. Returns
+ * GASNET_OK or an error code (after printing why). */
+#define gex_Client_Init _GEX_MODE_SYMBOL(_gex_Client_Init_)
+#define _GEX_MODE_SYMBOL(prefix) _GEX_MODE_CAT(prefix, GASNETI_THREAD_MODE_SUFFIX)
+#define _GEX_MODE_CAT(a, b) _GEX_MODE_CAT2(a, b)
+#define _GEX_MODE_CAT2(a, b) a##b
+extern int gex_Client_Init(gex_Client_t *client_p, gex_EP_t *ep_p,
+                           gex_TM_t *tm_p, const char *client_name, int *argc,
+                           char ***argv, gex_Flags_t flags);
+
+extern const char *gex_Client_QueryName(gex_Client_t client);
+extern gex_Flags_t gex_Client_QueryFlags(gex_Client_t client);
+extern void *gex_Client_QueryCData(gex_Client_t client);
+extern void gex_Client_SetCData(gex_Client_t client, const void *cdata);
+
+/* Allocates and attaches this rank's segment of `length` bytes (rounded up
+ * to pages) and binds it to tm's endpoint. Collective over tm. */
+extern int gex_Segment_Attach(gex_Segment_t *segment_p, gex_TM_t tm,
+                              uintptr_t length);
+extern gex_Client_t gex_Segment_QueryClient(gex_Segment_t segment);
+extern gex_Flags_t gex_Segment_QueryFlags(gex_Segment_t segment);
+extern void *gex_Segment_QueryCData(gex_Segment_t segment);
+extern void gex_Segment_SetCData(gex_Segment_t segment, const void *cdata);
+extern void *gex_Segment_QueryAddr(gex_Segment_t segment);
+extern uintptr_t gex_Segment_QuerySize(gex_Segment_t segment);
+
+extern gex_Client_t gex_EP_QueryClient(gex_EP_t ep);
+extern gex_Flags_t gex_EP_QueryFlags(gex_EP_t ep);
+extern void *gex_EP_QueryCData(gex_EP_t ep);
+extern void gex_EP_SetCData(gex_EP_t ep, const void *cdata);
+extern gex_Segment_t gex_EP_QuerySegment(gex_EP_t ep);
+extern gex_EP_Index_t gex_EP_QueryIndex(gex_EP_t ep);
+
+/* Where `rank`'s bound segment is: its base as the owner sees it, as this
+ * process sees it (NULL when it is not mapped here), and its size. Any
+ * output pointer may be NULL. Completes at once (returns
+ * GEX_EVENT_INVALID). */
+extern gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
+                                              void **owneraddr_p,
+                                              void **localaddr_p,
+                                              uintptr_t *size_p,
+                                              gex_Flags_t flags);
+
+extern gex_Client_t gex_TM_QueryClient(gex_TM_t tm);
+extern gex_EP_t gex_TM_QueryEP(gex_TM_t tm);
+extern gex_Flags_t gex_TM_QueryFlags(gex_TM_t tm);
+extern void *gex_TM_QueryCData(gex_TM_t tm);
+extern void gex_TM_SetCData(gex_TM_t tm, const void *cdata);
+extern gex_Rank_t gex_TM_QueryRank(gex_TM_t tm);
+extern gex_Rank_t gex_TM_QuerySize(gex_TM_t tm);
+extern gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t tm, gex_Rank_t rank);
+extern gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t tm,
+                                                gex_Rank_t jobrank);
+
+/* ---------------------------------------------------------------------- */
+/* The job and where this rank sits in it. */
+
+typedef const struct {
+  gex_Rank_t gex_jobrank;
+} gex_RankInfo_t;
+
+extern gex_Rank_t gex_System_QueryJobRank(void);
+extern gex_Rank_t gex_System_QueryJobSize(void);
+/* The ranks sharing this rank's host (neighbourhood: its supernode), in
+ * job-rank order, their count, and this rank's index among them. */
+extern void gex_System_QueryHostInfo(gex_RankInfo_t **info_p,
+                                     gex_Rank_t *info_count_p,
+                                     gex_Rank_t *my_info_index_p);
+extern void gex_System_QueryNbrhdInfo(gex_RankInfo_t **info_p,
+                                      gex_Rank_t *info_count_p,
+                                      gex_Rank_t *my_info_index_p);
+extern void gex_System_QueryMyPosition(gex_Rank_t *nbrhd_set_size_p,
+                                       gex_Rank_t *nbrhd_set_rank_p,
+                                       gex_Rank_t *host_set_size_p,
+                                       gex_Rank_t *host_set_rank_p);
+extern int gex_System_QueryHiddenAMConcurrencyLevel(void);
+extern uint64_t gex_System_QueryMaxThreads(void);
+/* Whether errors returned by API calls are also printed (default on). */
+extern void gex_System_SetVerboseErrors(int enable);
+extern int gex_System_GetVerboseErrors(void);
+
+/* ---------------------------------------------------------------------- */
+/* Active Messages. */
+
+/* Handlers are called as
+ *   Short:  fn(gex_Token_t token, gex_AM_Arg_t a0, ...)
+ *   Medium: fn(gex_Token_t token, void *buf, size_t nbytes, a0, ...)
+ *   Long:   fn(gex_Token_t token, void *buf, size_t nbytes, a0, ...) */
+typedef void (*gex_AM_Fn_t)();
+
+typedef struct {
+  gex_AM_Index_t gex_index; /* 0 on input: pick a free index */
+  gex_AM_Fn_t gex_fnptr;
+  gex_Flags_t gex_flags;  /* GEX_FLAG_AM_{SHORT,MEDIUM,LONG,MEDLONG} and
+                             GEX_FLAG_AM_{REQUEST,REPLY,REQREP} */
+  unsigned int gex_nargs; /* 0..16 */
+  const void *gex_cdata;  /* for the handler (gex_Token_Info) */
+  const char *gex_name;   /* for messages */
+} gex_AM_Entry_t;
+
+/* Client handler indices. 0 in gex_index asks for one to be assigned (the
+ * entry is updated with it). Indices below are reserved for GASNet. */
+#define GEX_AM_INDEX_BASE 128
+
+/* Registers `numentries` handlers with the endpoint. Returns GASNET_OK or
+ * GASNET_ERR_BAD_ARG (a used index, no free index, bad flags or nargs). */
+extern int gex_EP_RegisterHandlers(gex_EP_t ep, gex_AM_Entry_t *table,
+                                   size_t numentries);
+
+typedef struct {
+  gex_Rank_t gex_srcrank;
+  gex_EP_t gex_ep;
+  const gex_AM_Entry_t *gex_entry;
+  int gex_is_req;
+  int gex_is_long;
+} gex_Token_Info_t;
+
+#define GEX_TI_SRCRANK ((gex_TI_t)1u << 0)
+#define GEX_TI_ENTRY ((gex_TI_t)1u << 1)
+#define GEX_TI_IS_REQ ((gex_TI_t)1u << 2)
+#define GEX_TI_IS_LONG ((gex_TI_t)1u << 3)
+#define GEX_TI_EP ((gex_TI_t)1u << 4)
+#define GEX_TI_ALL (((gex_TI_t)1u << 5) - 1)
+
+/* Fills the fields of `mask` that this implementation knows (all of them)
+ * and returns which it filled. */
+extern gex_TI_t gex_Token_Info(gex_Token_t token, gex_Token_Info_t *info,
+                               gex_TI_t mask);
+
+/* Limits. The LUB forms hold for every peer and option; the others may be
+ * larger for a given peer (GEX_RANK_INVALID: any peer), lc_opt and flags. */
+extern unsigned int gex_AM_MaxArgs(void);
+extern size_t gex_AM_LUBRequestMedium(void);
+extern size_t gex_AM_LUBReplyMedium(void);
+extern size_t gex_AM_LUBRequestLong(void);
+extern size_t gex_AM_LUBReplyLong(void);
+extern size_t gex_AM_MaxRequestMedium(gex_TM_t tm, gex_Rank_t rank,
+                                      const gex_Event_t *lc_opt,
+                                      gex_Flags_t flags, unsigned int nargs);
+extern size_t gex_AM_MaxReplyMedium(gex_TM_t tm, gex_Rank_t rank,
+                                    const gex_Event_t *lc_opt,
+                                    gex_Flags_t flags, unsigned int nargs);
+extern size_t gex_AM_MaxRequestLong(gex_TM_t tm, gex_Rank_t rank,
+                                    const gex_Event_t *lc_opt,
+                                    gex_Flags_t flags, unsigned int nargs);
+extern size_t gex_AM_MaxReplyLong(gex_TM_t tm, gex_Rank_t rank,
+                                  const gex_Event_t *lc_opt, gex_Flags_t flags,
+                                  unsigned int nargs);
+extern size_t gex_Token_MaxReplyMedium(gex_Token_t token,
+                                       const gex_Event_t *lc_opt,
+                                       gex_Flags_t flags, unsigned int nargs);
+extern size_t gex_Token_MaxReplyLong(gex_Token_t token,
+                                     const gex_Event_t *lc_opt,
+                                     gex_Flags_t flags, unsigned int nargs);
+
+/* The out-of-line entry points behind every fixed-arity call. They return 0
+ * once the message is on its way (its source buffer may be reused at once:
+ * local completion is synchronous, and an lc_opt event pointer gets
+ * GEX_EVENT_INVALID), or non-zero with GEX_FLAG_IMMEDIATE when it would
+ * have had to wait for queue space. */
+extern int _gex_AM_RequestShortV(gex_TM_t tm, gex_Rank_t rank,
+                                 gex_AM_Index_t handler, gex_Flags_t flags,
+                                 unsigned int nargs, const gex_AM_Arg_t *args);
+extern int _gex_AM_RequestMediumV(gex_TM_t tm, gex_Rank_t rank,
+                                  gex_AM_Index_t handler,
+                                  const void *source_addr, size_t nbytes,
+                                  gex_Event_t *lc_opt, gex_Flags_t flags,
+                                  unsigned int nargs,
+                                  const gex_AM_Arg_t *args);
+extern int _gex_AM_RequestLongV(gex_TM_t tm, gex_Rank_t rank,
+                                gex_AM_Index_t handler,
+                                const void *source_addr, size_t nbytes,
+                                void *dest_addr, gex_Event_t *lc_opt,
+                                gex_Flags_t flags, unsigned int nargs,
+                                const gex_AM_Arg_t *args);
+extern int _gex_AM_ReplyShortV(gex_Token_t token, gex_AM_Index_t handler,
+                               gex_Flags_t flags, unsigned int nargs,
+                               const gex_AM_Arg_t *args);
+extern int _gex_AM_ReplyMediumV(gex_Token_t token, gex_AM_Index_t handler,
+                                const void *source_addr, size_t nbytes,
+                                gex_Event_t *lc_opt, gex_Flags_t flags,
+                                unsigned int nargs, const gex_AM_Arg_t *args);
+extern int _gex_AM_ReplyLongV(gex_Token_t token, gex_AM_Index_t handler,
+                              const void *source_addr, size_t nbytes,
+                              void *dest_addr, gex_Event_t *lc_opt,
+                              gex_Flags_t flags, unsigned int nargs,
+                              const gex_AM_Arg_t *args);
+
+/* Negotiated-payload AMs: Prepare reserves room for between least_payload
+ * and most_payload bytes (client_buf NULL: in a GASNet buffer, written at
+ * gex_AM_SrcDescAddr; else the payload is read from client_buf at Commit),
+ * then exactly one Commit (with nbytes <= gex_AM_SrcDescSize) or Cancel.
+ * Returns GEX_AM_SRCDESC_NO_OP only with GEX_FLAG_IMMEDIATE. */
+extern gex_AM_SrcDesc_t gex_AM_PrepareRequestMedium(
+    gex_TM_t tm, gex_Rank_t rank, const void *client_buf, size_t least_payload,
+    size_t most_payload, gex_Event_t *lc_opt, gex_Flags_t flags,
+    unsigned int nargs);
+extern gex_AM_SrcDesc_t gex_AM_PrepareReplyMedium(
+    gex_Token_t token, const void *client_buf, size_t least_payload,
+    size_t most_payload, gex_Event_t *lc_opt, gex_Flags_t flags,
+    unsigned int nargs);
+extern gex_AM_SrcDesc_t gex_AM_PrepareRequestLong(
+    gex_TM_t tm, gex_Rank_t rank, const void *client_buf, size_t least_payload,
+    size_t most_payload, void *dest_addr, gex_Event_t *lc_opt,
+    gex_Flags_t flags, unsigned int nargs);
+extern gex_AM_SrcDesc_t gex_AM_PrepareReplyLong(
+    gex_Token_t token, const void *client_buf, size_t least_payload,
+    size_t most_payload, void *dest_addr, gex_Event_t *lc_opt,
+    gex_Flags_t flags, unsigned int nargs);
+extern void *gex_AM_SrcDescAddr(gex_AM_SrcDesc_t sd);
+extern size_t gex_AM_SrcDescSize(gex_AM_SrcDesc_t sd);
+extern void _gex_AM_CommitRequestMediumV(gex_AM_SrcDesc_t sd,
+                                         gex_AM_Index_t handler,
+                                         size_t nbytes, unsigned int nargs,
+                                         const gex_AM_Arg_t *args);
+extern void _gex_AM_CommitReplyMediumV(gex_AM_SrcDesc_t sd,
+                                       gex_AM_Index_t handler, size_t nbytes,
+                                       unsigned int nargs,
+                                       const gex_AM_Arg_t *args);
+extern void _gex_AM_CommitRequestLongV(gex_AM_SrcDesc_t sd,
+                                       gex_AM_Index_t handler, size_t nbytes,
+                                       void *dest_addr, unsigned int nargs,
+                                       const gex_AM_Arg_t *args);
+extern void _gex_AM_CommitReplyLongV(gex_AM_SrcDesc_t sd,
+                                     gex_AM_Index_t handler, size_t nbytes,
+                                     void *dest_addr, unsigned int nargs,
+                                     const gex_AM_Arg_t *args);
+/* Releases a prepared message unsent. Returns GASNET_OK. */
+extern int gex_AM_CancelRequestMedium(gex_AM_SrcDesc_t sd, gex_Flags_t flags);
+extern int gex_AM_CancelReplyMedium(gex_AM_SrcDesc_t sd, gex_Flags_t flags);
+extern int gex_AM_CancelRequestLong(gex_AM_SrcDesc_t sd, gex_Flags_t flags);
+extern int gex_AM_CancelReplyLong(gex_AM_SrcDesc_t sd, gex_Flags_t flags);
+
+/* Runs the handlers of messages that have arrived. */
+extern int gasnet_AMPoll(void);
+#define gex_AM_Poll() gasnet_AMPoll()
+
+/* Polls until `cond` holds. */
+#define GASNET_BLOCKUNTIL(cond) \
+  do {                          \
+    while (!(cond)) {           \
+      gasnet_AMPoll();          \
+    }                           \
+  } while (0)
+
+/* ---------------------------------------------------------------------- */
+/* Events. */
+
+/* GASNET_OK when `event` has completed (it is then released), else
+ * GASNET_ERR_NOT_READY. */
+extern int gex_Event_Test(gex_Event_t event);
+extern void gex_Event_Wait(gex_Event_t event);
+/* Over arrays: *Some returns GASNET_OK when at least one completed (those
+ * entries become GEX_EVENT_INVALID); *All when every one did. */
+extern int gex_Event_TestSome(gex_Event_t *events, size_t num_events,
+                              gex_Flags_t flags);
+extern int gex_Event_TestAll(gex_Event_t *events, size_t num_events,
+                             gex_Flags_t flags);
+extern void gex_Event_WaitSome(gex_Event_t *events, size_t num_events,
+                               gex_Flags_t flags);
+extern void gex_Event_WaitAll(gex_Event_t *events, size_t num_events,
+                              gex_Flags_t flags);
+
+/* ---------------------------------------------------------------------- */
+/* Barrier over a team. */
+
+extern gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t flags);
+extern void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags);
+
+/* ---------------------------------------------------------------------- */
+/* Handler-safe locks: the only locks a handler may take. */
+
+typedef struct {
+  pthread_mutex_t gex_mutex;
+} gex_HSL_t;
+#define GEX_HSL_INITIALIZER \
+  { PTHREAD_MUTEX_INITIALIZER }
+extern void gex_HSL_Init(gex_HSL_t *hsl);
+extern void gex_HSL_Destroy(gex_HSL_t *hsl);
+extern void gex_HSL_Lock(gex_HSL_t *hsl);
+extern void gex_HSL_Unlock(gex_HSL_t *hsl);
+/* GASNET_OK, or GASNET_ERR_NOT_READY when held. */
+extern int gex_HSL_Trylock(gex_HSL_t *hsl);
+
+/* ---------------------------------------------------------------------- */
+/* Leaving. */
+
+/* Ends the whole job with `exitcode`: every rank exits, and the launcher
+ * reports `exitcode` (the first one given, when several ranks call it). */
+extern void gasnet_exit(int exitcode)
+#if defined(__GNUC__)
+    __attribute__((noreturn))
+#endif
+    ;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#include "gex_am_calls.h"
+
+#endif /* GASNETEX_H */
