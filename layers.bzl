@@ -18,6 +18,7 @@ LAYERS = [
     "api",
     "conduit",
     "tools",
+    "examples",
     "tests",
 ]
 

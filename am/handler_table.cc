@@ -49,7 +49,10 @@ absl::Status HandlerTable::Register(Entry* entries, size_t count,
                           "(GEX_FLAG_AM_REQUEST/REPLY/REQREP)",
                           i, Describe(e), e.flags));
     }
-    if ((e.flags & kFlagShort) != 0 && (e.flags & (kFlagMedium | kFlagLong))) {
+    // (A legacy gasnet_attach entry declares neither its category nor its
+    // argument count, and may serve any.)
+    if ((e.flags & kFlagShort) != 0 && (e.flags & (kFlagMedium | kFlagLong)) &&
+        e.nargs != kAnyArgs) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "entry %u (%s): a handler is either Short or Medium/Long (flags "
           "0x%x)",

@@ -103,6 +103,10 @@ class SharedObject {
 // ignored (another launcher may remove the same object).
 int RemoveJobObjects(std::string_view job_prefix,
                      absl::Span<const pid_t> rank_pids);
+// The same, with the signature of a launcher's JobCleanup hook
+// (bootstrap/spawn/job_cleanup.h).
+void RemoveJobObjectsHook(std::string_view job_prefix,
+                          absl::Span<const pid_t> rank_pids);
 
 // Names of this job's objects that exist now on this host (POSIX and file:
 // by prefix; SysV: segments created by one of `rank_pids`). For leak

@@ -10,19 +10,10 @@
 #include "bootstrap/spawn/launcher.h"
 #include "pshm/shared_object.h"
 
-namespace {
-
-void RemovePshmObjects(std::string_view job_id,
-                       absl::Span<const pid_t> rank_pids) {
-  gex::pshm::RemoveJobObjects(job_id, rank_pids);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   return gex::spawn::GasnetrunMain(
       argc, argv,
       {.conduit = "smp",
        .default_spawner = gex::spawn::SpawnerKind::kFork,
-       .cleanup = RemovePshmObjects});
+       .cleanup = gex::pshm::RemoveJobObjectsHook});
 }

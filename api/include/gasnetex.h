@@ -29,10 +29,17 @@
 /* Threading mode and conduit: defined by the conduit target (Bazel
  * `defines`) or by the client, exactly one mode. */
 
+#if defined(_GEX_BUILDING_LIBRARY)
+/* The library itself is built once for every mode and conduit. */
+#if !defined(GASNET_CONDUIT_NAME_STR)
+#define GASNET_CONDUIT_NAME_STR "(library)"
+#endif
+#endif
 #if defined(GASNET_SEQ) + defined(GASNET_PAR) + defined(GASNET_PARSYNC) > 1
 #error "define only one of GASNET_SEQ, GASNET_PAR, GASNET_PARSYNC"
 #endif
-#if !defined(GASNET_SEQ) && !defined(GASNET_PAR) && !defined(GASNET_PARSYNC)
+#if !defined(GASNET_SEQ) && !defined(GASNET_PAR) && \
+    !defined(GASNET_PARSYNC) && !defined(_GEX_BUILDING_LIBRARY)
 #error "no GASNet threading mode: depend on //conduit/<name>:gasnet_<name>_seq or _par, or define GASNET_SEQ, GASNET_PAR or GASNET_PARSYNC"
 #endif
 #if defined(GASNET_PAR)

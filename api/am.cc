@@ -1,0 +1,594 @@
+// The Active Message calls of gasnetex.h: registration, token queries,
+// limits, Request/Reply of every category and the negotiated-payload
+// (Prepare/Commit/Cancel) forms, over the PSHM network.
+//
+// Hot path: a send is the argument checks (a few compares, always on:
+// they cost nothing next to the copy), one translation for a Long, and
+// the network's Send; no locks in SEQ mode, no allocation. Local
+// completion is synchronous (the payload is copied before the call
+// returns), so an lc_opt event pointer gets GEX_EVENT_INVALID.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "absl/base/optimization.h"
+#include "absl/strings/str_format.h"
+#include "am/handler_table.h"
+#include "am/token.h"
+#include "api/runtime.h"
+#include "base/fatal.h"
+#include "pshm/queue_layout.h"
+
+namespace gex::api {
+namespace {
+
+static_assert(sizeof(gex_AM_Entry_t) == sizeof(am::Entry));
+static_assert(offsetof(gex_AM_Entry_t, gex_index) ==
+              offsetof(am::Entry, index));
+static_assert(offsetof(gex_AM_Entry_t, gex_fnptr) == offsetof(am::Entry, fn));
+static_assert(offsetof(gex_AM_Entry_t, gex_flags) ==
+              offsetof(am::Entry, flags));
+static_assert(offsetof(gex_AM_Entry_t, gex_nargs) ==
+              offsetof(am::Entry, nargs));
+static_assert(offsetof(gex_AM_Entry_t, gex_cdata) ==
+              offsetof(am::Entry, cdata));
+static_assert(offsetof(gex_AM_Entry_t, gex_name) == offsetof(am::Entry, name));
+static_assert(GEX_FLAG_AM_SHORT == am::kFlagShort);
+static_assert(GEX_FLAG_AM_MEDIUM == am::kFlagMedium);
+static_assert(GEX_FLAG_AM_LONG == am::kFlagLong);
+static_assert(GEX_FLAG_AM_REQUEST == am::kFlagRequest);
+static_assert(GEX_FLAG_AM_REPLY == am::kFlagReply);
+static_assert(sizeof(gex_AM_Arg_t) == sizeof(uint32_t));
+static_assert(static_cast<int>(am::Category::kLong) ==
+              static_cast<int>(pshm::Category::kLong));
+
+// Medium payloads up to the network's largest; Long the same, so one
+// message is one copy into the target's segment.
+constexpr size_t kMaxMedium = pshm::kMaxMedium;
+constexpr size_t kMaxLong = pshm::kMaxMedium;
+
+inline pshm::Category ToNet(am::Category c) {
+  return static_cast<pshm::Category>(c);
+}
+
+const char* CallName(am::Category c, bool request) {
+  static const char* const kNames[2][3] = {
+      {"gex_AM_ReplyShort", "gex_AM_ReplyMedium", "gex_AM_ReplyLong"},
+      {"gex_AM_RequestShort", "gex_AM_RequestMedium", "gex_AM_RequestLong"}};
+  return kNames[request][static_cast<int>(c)];
+}
+
+inline void CompleteLocally(gex_Event_t* lc_opt) {
+  if (reinterpret_cast<uintptr_t>(lc_opt) > 3) *lc_opt = GEX_EVENT_INVALID;
+}
+
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadLcOpt(const char* call,
+                                                   gex_Event_t* lc_opt) {
+  FatalErrorF(
+      "%s: lc_opt %s is not valid here (use GEX_EVENT_NOW%s or an "
+      "event pointer)",
+      call,
+      lc_opt == GEX_EVENT_DEFER ? "GEX_EVENT_DEFER"
+      : lc_opt == nullptr       ? "NULL"
+                                : "GEX_EVENT_GROUP",
+      std::strstr(call, "Request") != nullptr ? ", GEX_EVENT_GROUP" : "");
+}
+
+// The checks every send makes, out of line when they fail.
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadSend(const char* call,
+                                                  const Runtime& rt,
+                                                  gex_Rank_t rank,
+                                                  unsigned nargs, size_t nbytes,
+                                                  size_t max) {
+  if (rank >= rt.size) {
+    FatalErrorF("%s: rank %u is not in the team (size %u)", call, rank,
+                rt.size);
+  }
+  if (nargs > am::kMaxArgs) {
+    FatalErrorF("%s: %u arguments exceed gex_AM_MaxArgs() = %u", call, nargs,
+                am::kMaxArgs);
+  }
+  if (nbytes > max) {
+    FatalErrorF(
+        "%s: nbytes %zu exceeds the maximum payload %zu "
+        "(gex_AM_Max%s)",
+        call, nbytes, max,
+        std::strstr(call, "Request") ? "Request..." : "Reply...");
+  }
+  if (am::HandlerContext::InHandler()) {
+    FatalErrorF(
+        "%s: a Request from inside an AM handler (handlers may only "
+        "reply)",
+        call);
+  }
+  FatalErrorF("%s: rank %u is not reachable from this rank", call, rank);
+}
+
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void OutsideSegment(const char* call,
+                                                         const Runtime& rt,
+                                                         gex_Rank_t rank,
+                                                         const void* dest,
+                                                         size_t nbytes) {
+  const pshm::Supernode::Segment s = rt.supernode->segment(rank);
+  FatalErrorF(
+      "%s: destination [%p, +%zu) is outside rank %u's segment [%p, +%zu)%s",
+      call, dest, nbytes, rank, reinterpret_cast<void*>(s.base), s.size,
+      rt.attached ? "" : " (no segment attached yet)");
+}
+
+inline Runtime& Rt(const char* call) {
+  Runtime* rt = g_runtime;
+  if (ABSL_PREDICT_FALSE(rt == nullptr)) RuntimeFor(call);
+  return *rt;
+}
+
+// Where a Long's payload goes in this process (fatal when it is not in
+// the target's segment).
+inline void* LongTarget(const char* call, const Runtime& rt, gex_Rank_t rank,
+                        void* dest, size_t nbytes) {
+  void* local =
+      rt.supernode->Translate(rank, reinterpret_cast<uintptr_t>(dest), nbytes);
+  if (ABSL_PREDICT_FALSE(local == nullptr)) {
+    if (nbytes == 0) return nullptr;  // Nothing to write; any address.
+    OutsideSegment(call, rt, rank, dest, nbytes);
+  }
+  return local;
+}
+
+inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
+                   gex_AM_Index_t handler, const void* src, size_t nbytes,
+                   void* dest, gex_Event_t* lc_opt, gex_Flags_t flags,
+                   unsigned nargs, const gex_AM_Arg_t* args) {
+  const char* call = CallName(category, true);
+  Runtime& rt = Rt(call);
+  const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
+  const int32_t index = rank < rt.size ? rt.supernode->LocalIndex(rank) : -1;
+  if (ABSL_PREDICT_FALSE(index < 0 || nargs > am::kMaxArgs || nbytes > max ||
+                         am::HandlerContext::InHandler())) {
+    BadSend(call, rt, rank, nargs, nbytes, max);
+  }
+  if (category != am::Category::kShort &&
+      ABSL_PREDICT_FALSE(lc_opt == nullptr || lc_opt == GEX_EVENT_DEFER)) {
+    BadLcOpt(call, lc_opt);
+  }
+  void* local = nullptr;
+  if (category == am::Category::kLong) {
+    local = LongTarget(call, rt, rank, dest, nbytes);
+  }
+  (void)tm;
+  if (rt.net->Send(
+          pshm::Channel::kRequest, static_cast<uint32_t>(index),
+          ToNet(category), handler, reinterpret_cast<const uint32_t*>(args),
+          static_cast<uint8_t>(nargs), src, nbytes, local,
+          reinterpret_cast<uint64_t>(dest),
+          (flags & GEX_FLAG_IMMEDIATE) != 0) != pshm::SendStatus::kOk) {
+    return 1;
+  }
+  if (category != am::Category::kShort) CompleteLocally(lc_opt);
+  return 0;
+}
+
+// The token of a Request handler that may still reply, or a fatal error.
+inline am::Token* ReplyToken(const char* call, gex_Token_t token) {
+  auto* t = reinterpret_cast<am::Token*>(token);
+  if (ABSL_PREDICT_FALSE(t == nullptr || !t->is_request || t->replied)) {
+    if (t == nullptr) FatalErrorF("%s: NULL token", call);
+    if (!t->is_request) {
+      FatalErrorF(
+          "%s: called from a Reply handler (only a Request handler "
+          "may reply)",
+          call);
+    }
+    FatalErrorF(
+        "%s: this Request handler has already replied (at most one "
+        "reply per Request)",
+        call);
+  }
+  return t;
+}
+
+inline int Reply(am::Category category, gex_Token_t token,
+                 gex_AM_Index_t handler, const void* src, size_t nbytes,
+                 void* dest, gex_Event_t* lc_opt, gex_Flags_t flags,
+                 unsigned nargs, const gex_AM_Arg_t* args) {
+  const char* call = CallName(category, false);
+  Runtime& rt = Rt(call);
+  am::Token* t = ReplyToken(call, token);
+  const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
+  if (ABSL_PREDICT_FALSE(nargs > am::kMaxArgs || nbytes > max)) {
+    BadSend(call, rt, t->source, nargs, nbytes, max);
+  }
+  if (category != am::Category::kShort &&
+      ABSL_PREDICT_FALSE(lc_opt == nullptr || lc_opt == GEX_EVENT_DEFER ||
+                         lc_opt == GEX_EVENT_GROUP)) {
+    BadLcOpt(call, lc_opt);
+  }
+  void* local = nullptr;
+  if (category == am::Category::kLong) {
+    local = LongTarget(call, rt, t->source, dest, nbytes);
+  }
+  if (rt.net->Send(
+          pshm::Channel::kReply, t->source_index, ToNet(category), handler,
+          reinterpret_cast<const uint32_t*>(args), static_cast<uint8_t>(nargs),
+          src, nbytes, local, reinterpret_cast<uint64_t>(dest),
+          (flags & GEX_FLAG_IMMEDIATE) != 0) != pshm::SendStatus::kOk) {
+    return 1;
+  }
+  t->replied = true;
+  if (category != am::Category::kShort) CompleteLocally(lc_opt);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Negotiated payload. A thread has at most one prepared Request and one
+// prepared Reply at a time (what the specification allows), so the
+// descriptors are thread-local and never allocated.
+
+struct SrcDesc {
+  bool in_use = false;
+  bool is_request = false;
+  am::Category category = am::Category::kMedium;
+  unsigned nargs = 0;
+  gex_Rank_t rank = 0;
+  am::Token* token = nullptr;
+  const void* client_buf = nullptr;
+  void* addr = nullptr;  // gex_AM_SrcDescAddr.
+  size_t size = 0;       // gex_AM_SrcDescSize.
+  gex_Event_t* lc_opt = nullptr;
+  pshm::Reservation reservation;
+};
+
+thread_local SrcDesc tl_request_sd;
+thread_local SrcDesc tl_reply_sd;
+
+const char* PrepareName(am::Category c, bool request) {
+  if (c == am::Category::kLong) {
+    return request ? "gex_AM_PrepareRequestLong" : "gex_AM_PrepareReplyLong";
+  }
+  return request ? "gex_AM_PrepareRequestMedium" : "gex_AM_PrepareReplyMedium";
+}
+
+gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
+                         am::Token* token, const void* client_buf, size_t least,
+                         size_t most, void* dest, gex_Event_t* lc_opt,
+                         gex_Flags_t flags, unsigned nargs) {
+  const char* call = PrepareName(category, request);
+  Runtime& rt = Rt(call);
+  const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
+  if (request) {
+    const int32_t index = rank < rt.size ? rt.supernode->LocalIndex(rank) : -1;
+    if (index < 0 || nargs > am::kMaxArgs || least > max ||
+        am::HandlerContext::InHandler()) {
+      BadSend(call, rt, rank, nargs, least, max);
+    }
+  } else if (nargs > am::kMaxArgs || least > max) {
+    BadSend(call, rt, rank, nargs, least, max);
+  }
+  if (least > most) {
+    FatalErrorF("%s: least_payload %zu exceeds most_payload %zu", call, least,
+                most);
+  }
+  if ((flags & GEX_FLAG_AM_PREPARE_LEAST_CLIENT) &&
+      (flags & GEX_FLAG_AM_PREPARE_LEAST_ALLOC)) {
+    FatalErrorF(
+        "%s: GEX_FLAG_AM_PREPARE_LEAST_CLIENT and _LEAST_ALLOC "
+        "exclude each other",
+        call);
+  }
+  if (client_buf == nullptr && lc_opt != nullptr) {
+    FatalErrorF(
+        "%s: with a GASNet buffer (client_buf NULL) lc_opt must be "
+        "NULL",
+        call);
+  }
+  if (client_buf != nullptr &&
+      (lc_opt == nullptr || lc_opt == GEX_EVENT_DEFER ||
+       (!request && lc_opt == GEX_EVENT_GROUP))) {
+    BadLcOpt(call, lc_opt);
+  }
+  SrcDesc& sd = request ? tl_request_sd : tl_reply_sd;
+  if (sd.in_use) {
+    FatalErrorF(
+        "%s: this thread already has a prepared %s awaiting its "
+        "Commit or Cancel",
+        call, request ? "Request" : "Reply");
+  }
+  const size_t size = most < max ? most : max;
+  const uint32_t index =
+      request ? static_cast<uint32_t>(rt.supernode->LocalIndex(rank))
+              : token->source_index;
+  void* long_local = nullptr;
+  if (category == am::Category::kLong && client_buf == nullptr) {
+    // The GASNet buffer of a Long is its destination: the payload is
+    // written in place, with no copy at Commit.
+    long_local = LongTarget(call, rt, rank, dest, size);
+  }
+  if (rt.net->Reserve(request ? pshm::Channel::kRequest : pshm::Channel::kReply,
+                      index, ToNet(category), static_cast<uint8_t>(nargs),
+                      category == am::Category::kMedium ? size : 0,
+                      (flags & GEX_FLAG_IMMEDIATE) != 0,
+                      &sd.reservation) != pshm::SendStatus::kOk) {
+    return GEX_AM_SRCDESC_NO_OP;
+  }
+  sd.in_use = true;
+  sd.is_request = request;
+  sd.category = category;
+  sd.nargs = nargs;
+  sd.rank = rank;
+  sd.token = token;
+  sd.client_buf = client_buf;
+  sd.size = size;
+  sd.lc_opt = lc_opt;
+  if (client_buf != nullptr) {
+    sd.addr = const_cast<void*>(client_buf);
+  } else if (category == am::Category::kMedium) {
+    sd.addr = sd.reservation.payload;
+  } else {
+    sd.addr = long_local;
+  }
+  return reinterpret_cast<gex_AM_SrcDesc_t>(&sd);
+}
+
+// A descriptor between its Prepare and its Commit or Cancel.
+SrcDesc& PreparedSd(const char* call, gex_AM_SrcDesc_t handle) {
+  auto* sd = reinterpret_cast<SrcDesc*>(handle);
+  if (sd == nullptr || !sd->in_use) {
+    FatalErrorF("%s: the source descriptor is %s", call,
+                sd == nullptr ? "GEX_AM_SRCDESC_NO_OP"
+                              : "not prepared (already committed or "
+                                "cancelled?)");
+  }
+  return *sd;
+}
+
+SrcDesc& CheckedSd(const char* call, gex_AM_SrcDesc_t handle, bool request,
+                   am::Category category) {
+  SrcDesc* sd = &PreparedSd(call, handle);
+  if (sd->is_request != request || sd->category != category) {
+    FatalErrorF("%s: the descriptor was prepared for a %s %s", call,
+                am::CategoryName(sd->category),
+                sd->is_request ? "Request" : "Reply");
+  }
+  return *sd;
+}
+
+void Commit(const char* call, gex_AM_SrcDesc_t handle, bool request,
+            am::Category category, gex_AM_Index_t handler, size_t nbytes,
+            void* dest, unsigned nargs, const gex_AM_Arg_t* args) {
+  Runtime& rt = Rt(call);
+  SrcDesc& sd = CheckedSd(call, handle, request, category);
+  if (nbytes > sd.size) {
+    FatalErrorF(
+        "%s: nbytes %zu exceeds the prepared size %zu "
+        "(gex_AM_SrcDescSize)",
+        call, nbytes, sd.size);
+  }
+  if (nargs != sd.nargs) {
+    FatalErrorF("%s: %u arguments, but %u were prepared", call, nargs,
+                sd.nargs);
+  }
+  if (!request) {
+    ReplyToken(call, reinterpret_cast<gex_Token_t>(sd.token))->replied = true;
+  }
+  uint64_t long_dest = 0;
+  if (category == am::Category::kMedium) {
+    if (sd.client_buf != nullptr && nbytes != 0) {
+      std::memcpy(sd.reservation.payload, sd.client_buf, nbytes);
+    }
+  } else {
+    void* local = LongTarget(call, rt, sd.rank, dest, nbytes);
+    if (nbytes != 0 && local != sd.addr) std::memmove(local, sd.addr, nbytes);
+    long_dest = reinterpret_cast<uint64_t>(dest);
+  }
+  rt.net->Commit(sd.reservation, handler,
+                 reinterpret_cast<const uint32_t*>(args), nbytes, long_dest);
+  sd.in_use = false;
+  if (sd.client_buf != nullptr) CompleteLocally(sd.lc_opt);
+}
+
+int Cancel(const char* call, gex_AM_SrcDesc_t handle, bool request,
+           am::Category category) {
+  Runtime& rt = Rt(call);
+  SrcDesc& sd = CheckedSd(call, handle, request, category);
+  rt.net->Cancel(sd.reservation);
+  sd.in_use = false;
+  return GASNET_OK;
+}
+
+}  // namespace
+}  // namespace gex::api
+
+using gex::am::Category;
+using gex::api::Commit;
+using gex::api::Prepare;
+using gex::api::Reply;
+using gex::api::Request;
+
+extern "C" {
+
+int gex_EP_RegisterHandlers(gex_EP_t ep, gex_AM_Entry_t* table,
+                            size_t numentries) {
+  static constexpr char kCall[] = "gex_EP_RegisterHandlers";
+  gex::api::Runtime& rt = gex::api::RuntimeFor(kCall);
+  if (ep != &rt.ep || (table == nullptr && numentries != 0)) {
+    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
+                                 "ep is not this client's endpoint or the "
+                                 "table is NULL");
+  }
+  const absl::Status s = rt.handlers.Register(
+      reinterpret_cast<gex::am::Entry*>(table), numentries, false);
+  if (!s.ok()) {
+    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
+                                 std::string(s.message()));
+  }
+  return GASNET_OK;
+}
+
+gex_TI_t gex_Token_Info(gex_Token_t token, gex_Token_Info_t* info,
+                        gex_TI_t mask) {
+  const auto* t = reinterpret_cast<const gex::am::Token*>(token);
+  if (t == nullptr || info == nullptr) {
+    gex::FatalError("gex_Token_Info: NULL token or info");
+  }
+  if (mask & GEX_TI_SRCRANK) info->gex_srcrank = t->source;
+  if (mask & GEX_TI_EP) info->gex_ep = &gex::api::g_runtime->ep;
+  if (mask & GEX_TI_ENTRY) {
+    info->gex_entry = reinterpret_cast<const gex_AM_Entry_t*>(t->entry);
+  }
+  if (mask & GEX_TI_IS_REQ) info->gex_is_req = t->is_request;
+  if (mask & GEX_TI_IS_LONG) info->gex_is_long = t->is_long;
+  return mask & GEX_TI_ALL;
+}
+
+unsigned int gex_AM_MaxArgs(void) { return gex::am::kMaxArgs; }
+size_t gex_AM_LUBRequestMedium(void) { return gex::api::kMaxMedium; }
+size_t gex_AM_LUBReplyMedium(void) { return gex::api::kMaxMedium; }
+size_t gex_AM_LUBRequestLong(void) { return gex::api::kMaxLong; }
+size_t gex_AM_LUBReplyLong(void) { return gex::api::kMaxLong; }
+size_t gex_AM_MaxRequestMedium(gex_TM_t, gex_Rank_t, const gex_Event_t*,
+                               gex_Flags_t, unsigned int) {
+  return gex::api::kMaxMedium;
+}
+size_t gex_AM_MaxReplyMedium(gex_TM_t, gex_Rank_t, const gex_Event_t*,
+                             gex_Flags_t, unsigned int) {
+  return gex::api::kMaxMedium;
+}
+size_t gex_AM_MaxRequestLong(gex_TM_t, gex_Rank_t, const gex_Event_t*,
+                             gex_Flags_t, unsigned int) {
+  return gex::api::kMaxLong;
+}
+size_t gex_AM_MaxReplyLong(gex_TM_t, gex_Rank_t, const gex_Event_t*,
+                           gex_Flags_t, unsigned int) {
+  return gex::api::kMaxLong;
+}
+size_t gex_Token_MaxReplyMedium(gex_Token_t, const gex_Event_t*, gex_Flags_t,
+                                unsigned int) {
+  return gex::api::kMaxMedium;
+}
+size_t gex_Token_MaxReplyLong(gex_Token_t, const gex_Event_t*, gex_Flags_t,
+                              unsigned int) {
+  return gex::api::kMaxLong;
+}
+
+int _gex_AM_RequestShortV(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h,
+                          gex_Flags_t flags, unsigned int nargs,
+                          const gex_AM_Arg_t* args) {
+  return Request(Category::kShort, tm, rank, h, nullptr, 0, nullptr, nullptr,
+                 flags, nargs, args);
+}
+int _gex_AM_RequestMediumV(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h,
+                           const void* src, size_t nbytes, gex_Event_t* lc_opt,
+                           gex_Flags_t flags, unsigned int nargs,
+                           const gex_AM_Arg_t* args) {
+  return Request(Category::kMedium, tm, rank, h, src, nbytes, nullptr, lc_opt,
+                 flags, nargs, args);
+}
+int _gex_AM_RequestLongV(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h,
+                         const void* src, size_t nbytes, void* dest,
+                         gex_Event_t* lc_opt, gex_Flags_t flags,
+                         unsigned int nargs, const gex_AM_Arg_t* args) {
+  return Request(Category::kLong, tm, rank, h, src, nbytes, dest, lc_opt, flags,
+                 nargs, args);
+}
+int _gex_AM_ReplyShortV(gex_Token_t token, gex_AM_Index_t h, gex_Flags_t flags,
+                        unsigned int nargs, const gex_AM_Arg_t* args) {
+  return Reply(Category::kShort, token, h, nullptr, 0, nullptr, nullptr, flags,
+               nargs, args);
+}
+int _gex_AM_ReplyMediumV(gex_Token_t token, gex_AM_Index_t h, const void* src,
+                         size_t nbytes, gex_Event_t* lc_opt, gex_Flags_t flags,
+                         unsigned int nargs, const gex_AM_Arg_t* args) {
+  return Reply(Category::kMedium, token, h, src, nbytes, nullptr, lc_opt, flags,
+               nargs, args);
+}
+int _gex_AM_ReplyLongV(gex_Token_t token, gex_AM_Index_t h, const void* src,
+                       size_t nbytes, void* dest, gex_Event_t* lc_opt,
+                       gex_Flags_t flags, unsigned int nargs,
+                       const gex_AM_Arg_t* args) {
+  return Reply(Category::kLong, token, h, src, nbytes, dest, lc_opt, flags,
+               nargs, args);
+}
+
+gex_AM_SrcDesc_t gex_AM_PrepareRequestMedium(
+    gex_TM_t, gex_Rank_t rank, const void* client_buf, size_t least,
+    size_t most, gex_Event_t* lc_opt, gex_Flags_t flags, unsigned int nargs) {
+  return Prepare(Category::kMedium, true, rank, nullptr, client_buf, least,
+                 most, nullptr, lc_opt, flags, nargs);
+}
+gex_AM_SrcDesc_t gex_AM_PrepareReplyMedium(gex_Token_t token,
+                                           const void* client_buf, size_t least,
+                                           size_t most, gex_Event_t* lc_opt,
+                                           gex_Flags_t flags,
+                                           unsigned int nargs) {
+  gex::am::Token* t = gex::api::ReplyToken("gex_AM_PrepareReplyMedium", token);
+  return Prepare(Category::kMedium, false, t->source, t, client_buf, least,
+                 most, nullptr, lc_opt, flags, nargs);
+}
+gex_AM_SrcDesc_t gex_AM_PrepareRequestLong(gex_TM_t, gex_Rank_t rank,
+                                           const void* client_buf, size_t least,
+                                           size_t most, void* dest,
+                                           gex_Event_t* lc_opt,
+                                           gex_Flags_t flags,
+                                           unsigned int nargs) {
+  return Prepare(Category::kLong, true, rank, nullptr, client_buf, least, most,
+                 dest, lc_opt, flags, nargs);
+}
+gex_AM_SrcDesc_t gex_AM_PrepareReplyLong(gex_Token_t token,
+                                         const void* client_buf, size_t least,
+                                         size_t most, void* dest,
+                                         gex_Event_t* lc_opt, gex_Flags_t flags,
+                                         unsigned int nargs) {
+  gex::am::Token* t = gex::api::ReplyToken("gex_AM_PrepareReplyLong", token);
+  return Prepare(Category::kLong, false, t->source, t, client_buf, least, most,
+                 dest, lc_opt, flags, nargs);
+}
+
+void* gex_AM_SrcDescAddr(gex_AM_SrcDesc_t sd) {
+  return gex::api::PreparedSd("gex_AM_SrcDescAddr", sd).addr;
+}
+size_t gex_AM_SrcDescSize(gex_AM_SrcDesc_t sd) {
+  return gex::api::PreparedSd("gex_AM_SrcDescSize", sd).size;
+}
+
+void _gex_AM_CommitRequestMediumV(gex_AM_SrcDesc_t sd, gex_AM_Index_t h,
+                                  size_t nbytes, unsigned int nargs,
+                                  const gex_AM_Arg_t* args) {
+  Commit("gex_AM_CommitRequestMedium", sd, true, Category::kMedium, h, nbytes,
+         nullptr, nargs, args);
+}
+void _gex_AM_CommitReplyMediumV(gex_AM_SrcDesc_t sd, gex_AM_Index_t h,
+                                size_t nbytes, unsigned int nargs,
+                                const gex_AM_Arg_t* args) {
+  Commit("gex_AM_CommitReplyMedium", sd, false, Category::kMedium, h, nbytes,
+         nullptr, nargs, args);
+}
+void _gex_AM_CommitRequestLongV(gex_AM_SrcDesc_t sd, gex_AM_Index_t h,
+                                size_t nbytes, void* dest, unsigned int nargs,
+                                const gex_AM_Arg_t* args) {
+  Commit("gex_AM_CommitRequestLong", sd, true, Category::kLong, h, nbytes, dest,
+         nargs, args);
+}
+void _gex_AM_CommitReplyLongV(gex_AM_SrcDesc_t sd, gex_AM_Index_t h,
+                              size_t nbytes, void* dest, unsigned int nargs,
+                              const gex_AM_Arg_t* args) {
+  Commit("gex_AM_CommitReplyLong", sd, false, Category::kLong, h, nbytes, dest,
+         nargs, args);
+}
+
+int gex_AM_CancelRequestMedium(gex_AM_SrcDesc_t sd, gex_Flags_t) {
+  return gex::api::Cancel("gex_AM_CancelRequestMedium", sd, true,
+                          Category::kMedium);
+}
+int gex_AM_CancelReplyMedium(gex_AM_SrcDesc_t sd, gex_Flags_t) {
+  return gex::api::Cancel("gex_AM_CancelReplyMedium", sd, false,
+                          Category::kMedium);
+}
+int gex_AM_CancelRequestLong(gex_AM_SrcDesc_t sd, gex_Flags_t) {
+  return gex::api::Cancel("gex_AM_CancelRequestLong", sd, true,
+                          Category::kLong);
+}
+int gex_AM_CancelReplyLong(gex_AM_SrcDesc_t sd, gex_Flags_t) {
+  return gex::api::Cancel("gex_AM_CancelReplyLong", sd, false, Category::kLong);
+}
+
+}  // extern "C"

@@ -1,0 +1,578 @@
+// gex_Client_Init and the object, segment and system queries of the C API;
+// events, handler-safe locks, error names and gasnet_exit.
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "am/invoke.h"
+#include "am/token.h"
+#include "api/driver.h"
+#include "api/runtime.h"
+#include "base/env/settings.h"
+#include "base/fatal.h"
+#include "base/job_rank.h"
+#include "bootstrap/create_bootstrap.h"
+#include "bootstrap/launcher_bootstrap.h"
+#include "bootstrap/node_map.h"
+#include "bootstrap/spawn/launcher.h"
+#include "pshm/shared_object.h"
+
+namespace gex::api {
+namespace {
+
+void Dispatch(void* context, const pshm::Message& m);
+
+// Started directly (no launcher) with GASNET_PSHM_NODES=N > 1: this
+// process becomes the job's launcher, running the program N times with
+// the fork spawner, and exits with the job's code. Ranks find the
+// launcher's variables and never come here.
+void MaybeStartPshmNodes(const Driver& driver, int* argc, char*** argv) {
+  if (LauncherBootstrap::Present() || std::getenv("PMIX_RANK") != nullptr) {
+    return;
+  }
+  const int64_t nodes = env::GetInt("GASNET_PSHM_NODES", 1, 1, 1 << 20);
+  if (nodes <= 1) return;
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    FatalError(
+        "GASNET_PSHM_NODES: cannot find this program (/proc/self/exe) to "
+        "start its ranks");
+  }
+  exe[n] = '\0';
+  std::vector<std::string> args = {absl::StrFormat("gasnetrun_%s", driver.name),
+                                   "-n", std::to_string(nodes), "--", exe};
+  if (argc != nullptr && argv != nullptr && *argv != nullptr) {
+    for (int i = 1; i < *argc; ++i) args.emplace_back((*argv)[i]);
+  } else {
+    // No argv given to init: the program's arguments from the kernel.
+    FILE* f = std::fopen("/proc/self/cmdline", "r");
+    std::string all;
+    if (f != nullptr) {
+      char buf[4096];
+      size_t got;
+      while ((got = std::fread(buf, 1, sizeof buf, f)) > 0)
+        all.append(buf, got);
+      std::fclose(f);
+    }
+    size_t pos = all.find('\0');  // Skip argv[0].
+    while (pos != std::string::npos && pos + 1 < all.size()) {
+      const size_t end = all.find('\0', pos + 1);
+      args.push_back(all.substr(pos + 1, end - pos - 1));
+      pos = end;
+    }
+  }
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  spawn::ConduitLauncher launcher;
+  launcher.conduit = driver.name;
+  launcher.cleanup = &pshm::RemoveJobObjectsHook;
+  std::fflush(nullptr);
+  std::exit(spawn::GasnetrunMain(static_cast<int>(cargs.size() - 1),
+                                 cargs.data(), launcher));
+}
+
+}  // namespace
+
+Runtime& RuntimeFor(const char* call) {
+  Runtime* rt = g_runtime;
+  if (ABSL_PREDICT_FALSE(rt == nullptr)) {
+    FatalErrorF("%s: called before gex_Client_Init (or gasnet_init)", call);
+  }
+  return *rt;
+}
+
+void WaitProgress(Runtime& rt) {
+  rt.net->Poll();
+  rt.barrier.Progress();
+  if (rt.polite) sched_yield();
+}
+
+int ReportError(const char* call, int code, const std::string& message) {
+  if (g_runtime == nullptr || g_runtime->verbose_errors.load()) {
+    Warning(
+        absl::StrFormat("%s: %s (%s)", call, message, gasnet_ErrorName(code)));
+  }
+  return code;
+}
+
+int ClientInit(const InitOptions& options, gex_Client_t* client_p,
+               gex_EP_t* ep_p, gex_TM_t* tm_p, const char* client_name,
+               int* argc, char*** argv, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_Client_Init";
+  if (g_runtime != nullptr) {
+    return ReportError(kCall, GASNET_ERR_RESOURCE,
+                       "this process already has a client (one per process)");
+  }
+  if (client_p == nullptr || ep_p == nullptr || tm_p == nullptr) {
+    return ReportError(kCall, GASNET_ERR_BAD_ARG,
+                       "client_p, ep_p and tm_p must not be NULL");
+  }
+  MaybeStartPshmNodes(*options.driver, argc, argv);
+
+  auto rt = std::make_unique<Runtime>();
+  rt->driver = options.driver;
+  rt->thread_safe = options.thread_safe;
+  rt->bootstrap = CreateBootstrap();
+  rt->rank = rt->bootstrap->rank();
+  rt->size = rt->bootstrap->size();
+  rt->map.emplace(DiscoverNodeMap(*rt->bootstrap));
+  if (options.driver->check_job != nullptr) {
+    const absl::Status s = options.driver->check_job(*rt->map);
+    if (!s.ok()) {
+      // Every rank sees the same map, so every rank stops here.
+      FatalErrorF("%s: %s", kCall, s.message());
+    }
+  }
+  g_runtime = rt.get();
+  rt->barrier.Init(rt.get());
+  pshm::Supernode::Options sn;
+  sn.dispatcher = &Dispatch;
+  sn.context = rt.get();
+  sn.thread_safe = options.thread_safe;
+  auto supernode = pshm::Supernode::Create(*rt->bootstrap, *rt->map, sn);
+  if (!supernode.ok()) {
+    FatalErrorF("%s: %s", kCall, supernode.status().message());
+  }
+  rt->supernode = *std::move(supernode);
+  rt->net = &rt->supernode->network();
+  rt->polite = rt->map->MyHostIsOversubscribed();
+
+  for (Rank r : rt->map->my_host_members()) rt->host_ranks.push_back(r);
+  for (Rank r : rt->map->my_supernode_members()) rt->nbrhd_ranks.push_back(r);
+  rt->host_index = rt->map->my_place().host_index;
+  rt->nbrhd_index = rt->map->my_place().supernode_index;
+
+  rt->client.name = client_name != nullptr ? client_name : "";
+  rt->client.flags = flags;
+  rt->segment.client = &rt->client;
+  rt->ep.client = &rt->client;
+  rt->tm.client = &rt->client;
+  rt->tm.ep = &rt->ep;
+  *client_p = &rt->client;
+  *ep_p = &rt->ep;
+  *tm_p = &rt->tm;
+  rt.release();  // Lives until the process ends.
+  return GASNET_OK;
+}
+
+// Runs one arrived message's handler.
+namespace {
+
+[[noreturn]] void BadMessage(const pshm::Message& m, const std::string& why) {
+  FatalErrorF("AM %s %s from rank %u: %s",
+              am::CategoryName(static_cast<am::Category>(m.category)),
+              m.channel == pshm::Channel::kRequest ? "Request" : "Reply",
+              m.source, why);
+}
+
+void Dispatch(void* context, const pshm::Message& m) {
+  Runtime& rt = *static_cast<Runtime*>(context);
+  const am::Entry* entry = rt.handlers.Find(m.handler);
+  const auto category = static_cast<am::Category>(m.category);
+  const bool is_request = m.channel == pshm::Channel::kRequest;
+  if (ABSL_PREDICT_FALSE(entry == nullptr)) {
+    BadMessage(m,
+               absl::StrFormat("handler index %u is not registered at rank %u "
+                               "(gex_EP_RegisterHandlers)",
+                               m.handler, rt.rank));
+  }
+  const uint32_t need = am::CategoryFlag(category) |
+                        (is_request ? am::kFlagRequest : am::kFlagReply);
+  if (ABSL_PREDICT_FALSE(
+          (entry->flags & need) != need ||
+          (entry->nargs != m.nargs && entry->nargs != am::kAnyArgs))) {
+    BadMessage(
+        m, am::HandlerTable::Mismatch(*entry, category, is_request, m.nargs));
+  }
+  am::Token token;
+  token.source = m.source;
+  token.source_index = m.source_index;
+  token.entry = entry;
+  token.is_request = is_request;
+  token.is_long = category == am::Category::kLong;
+  am::HandlerContext::Scope scope(&token);
+  am::Invoke(entry->fn, category, &token, m.payload, m.payload_len, m.nargs,
+             reinterpret_cast<const int32_t*>(m.args));
+}
+
+}  // namespace
+}  // namespace gex::api
+
+using gex::api::g_runtime;
+using gex::api::ReportError;
+using gex::api::Runtime;
+using gex::api::RuntimeFor;
+
+// ---------------------------------------------------------------------------
+// Object queries.
+
+extern "C" {
+
+const char* gex_Client_QueryName(gex_Client_t client) {
+  return client->name.c_str();
+}
+gex_Flags_t gex_Client_QueryFlags(gex_Client_t client) { return client->flags; }
+void* gex_Client_QueryCData(gex_Client_t client) {
+  return const_cast<void*>(client->cdata);
+}
+void gex_Client_SetCData(gex_Client_t client, const void* cdata) {
+  client->cdata = cdata;
+}
+
+int gex_Segment_Attach(gex_Segment_t* segment_p, gex_TM_t tm,
+                       uintptr_t length) {
+  static constexpr char kCall[] = "gex_Segment_Attach";
+  Runtime& rt = RuntimeFor(kCall);
+  if (segment_p == nullptr || tm != &rt.tm) {
+    return ReportError(kCall, GASNET_ERR_BAD_ARG,
+                       "segment_p is NULL or tm is not this client's team");
+  }
+  if (gex::am::HandlerContext::InHandler()) {
+    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  }
+  if (rt.attached) {
+    return ReportError(kCall, GASNET_ERR_RESOURCE,
+                       "the endpoint already has a segment");
+  }
+  const absl::Status s = rt.supernode->AttachSegment(*rt.bootstrap, length);
+  if (!s.ok()) {
+    return ReportError(kCall, GASNET_ERR_RESOURCE, std::string(s.message()));
+  }
+  rt.attached = true;
+  rt.segment.addr = rt.supernode->my_segment();
+  rt.segment.size = rt.supernode->segment(rt.rank).size;
+  if (rt.segment.size == 0) rt.segment.addr = nullptr;
+  rt.ep.segment = &rt.segment;
+  *segment_p = &rt.segment;
+  return GASNET_OK;
+}
+
+gex_Client_t gex_Segment_QueryClient(gex_Segment_t s) { return s->client; }
+gex_Flags_t gex_Segment_QueryFlags(gex_Segment_t s) { return s->flags; }
+void* gex_Segment_QueryCData(gex_Segment_t s) {
+  return const_cast<void*>(s->cdata);
+}
+void gex_Segment_SetCData(gex_Segment_t s, const void* cdata) {
+  s->cdata = cdata;
+}
+void* gex_Segment_QueryAddr(gex_Segment_t s) { return s->addr; }
+uintptr_t gex_Segment_QuerySize(gex_Segment_t s) { return s->size; }
+
+gex_Client_t gex_EP_QueryClient(gex_EP_t ep) { return ep->client; }
+gex_Flags_t gex_EP_QueryFlags(gex_EP_t ep) { return ep->flags; }
+void* gex_EP_QueryCData(gex_EP_t ep) { return const_cast<void*>(ep->cdata); }
+void gex_EP_SetCData(gex_EP_t ep, const void* cdata) { ep->cdata = cdata; }
+gex_Segment_t gex_EP_QuerySegment(gex_EP_t ep) { return ep->segment; }
+gex_EP_Index_t gex_EP_QueryIndex(gex_EP_t) { return 0; }
+
+gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
+                                       void** owneraddr_p, void** localaddr_p,
+                                       uintptr_t* size_p, gex_Flags_t) {
+  static constexpr char kCall[] = "gex_EP_QueryBoundSegmentNB";
+  Runtime& rt = RuntimeFor(kCall);
+  if (rank >= rt.size) {
+    gex::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall, rank,
+                     rt.size);
+  }
+  if (!rt.attached) {
+    gex::FatalErrorF("%s: no segment is attached yet (gex_Segment_Attach)",
+                     kCall);
+  }
+  const gex::pshm::Supernode::Segment s = rt.supernode->segment(rank);
+  if (owneraddr_p != nullptr) {
+    *owneraddr_p = s.size == 0 ? nullptr : reinterpret_cast<void*>(s.base);
+  }
+  if (localaddr_p != nullptr) {
+    *localaddr_p =
+        s.size == 0 ? nullptr : rt.supernode->Translate(rank, s.base, 0);
+  }
+  if (size_p != nullptr) *size_p = s.size;
+  (void)tm;
+  return GEX_EVENT_INVALID;
+}
+
+gex_Client_t gex_TM_QueryClient(gex_TM_t tm) { return tm->client; }
+gex_EP_t gex_TM_QueryEP(gex_TM_t tm) { return tm->ep; }
+gex_Flags_t gex_TM_QueryFlags(gex_TM_t tm) { return tm->flags; }
+void* gex_TM_QueryCData(gex_TM_t tm) { return const_cast<void*>(tm->cdata); }
+void gex_TM_SetCData(gex_TM_t tm, const void* cdata) { tm->cdata = cdata; }
+gex_Rank_t gex_TM_QueryRank(gex_TM_t) {
+  return RuntimeFor("gex_TM_QueryRank").rank;
+}
+gex_Rank_t gex_TM_QuerySize(gex_TM_t) {
+  return RuntimeFor("gex_TM_QuerySize").size;
+}
+gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t, gex_Rank_t rank) {
+  Runtime& rt = RuntimeFor("gex_TM_TranslateRankToJobrank");
+  if (rank >= rt.size) {
+    gex::FatalErrorF(
+        "gex_TM_TranslateRankToJobrank: rank %u is not in the team (size %u)",
+        rank, rt.size);
+  }
+  return rank;  // The primordial team is the job.
+}
+gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t, gex_Rank_t jobrank) {
+  Runtime& rt = RuntimeFor("gex_TM_TranslateJobrankToRank");
+  return jobrank < rt.size ? jobrank : GEX_RANK_INVALID;
+}
+
+// ---------------------------------------------------------------------------
+// The job.
+
+gex_Rank_t gex_System_QueryJobRank(void) {
+  return RuntimeFor("gex_System_QueryJobRank").rank;
+}
+gex_Rank_t gex_System_QueryJobSize(void) {
+  return RuntimeFor("gex_System_QueryJobSize").size;
+}
+
+static_assert(sizeof(gex_RankInfo_t) == sizeof(gex_Rank_t));
+
+void gex_System_QueryHostInfo(gex_RankInfo_t** info_p, gex_Rank_t* info_count_p,
+                              gex_Rank_t* my_info_index_p) {
+  Runtime& rt = RuntimeFor("gex_System_QueryHostInfo");
+  if (info_p != nullptr) {
+    *info_p = reinterpret_cast<gex_RankInfo_t*>(rt.host_ranks.data());
+  }
+  if (info_count_p != nullptr) *info_count_p = rt.host_ranks.size();
+  if (my_info_index_p != nullptr) *my_info_index_p = rt.host_index;
+}
+
+void gex_System_QueryNbrhdInfo(gex_RankInfo_t** info_p,
+                               gex_Rank_t* info_count_p,
+                               gex_Rank_t* my_info_index_p) {
+  Runtime& rt = RuntimeFor("gex_System_QueryNbrhdInfo");
+  if (info_p != nullptr) {
+    *info_p = reinterpret_cast<gex_RankInfo_t*>(rt.nbrhd_ranks.data());
+  }
+  if (info_count_p != nullptr) *info_count_p = rt.nbrhd_ranks.size();
+  if (my_info_index_p != nullptr) *my_info_index_p = rt.nbrhd_index;
+}
+
+void gex_System_QueryMyPosition(gex_Rank_t* nbrhd_set_size_p,
+                                gex_Rank_t* nbrhd_set_rank_p,
+                                gex_Rank_t* host_set_size_p,
+                                gex_Rank_t* host_set_rank_p) {
+  Runtime& rt = RuntimeFor("gex_System_QueryMyPosition");
+  const gex::RankPlace& me = rt.map->my_place();
+  if (nbrhd_set_size_p != nullptr) {
+    *nbrhd_set_size_p = rt.map->supernode_count();
+  }
+  if (nbrhd_set_rank_p != nullptr) *nbrhd_set_rank_p = me.supernode;
+  if (host_set_size_p != nullptr) *host_set_size_p = rt.map->host_count();
+  if (host_set_rank_p != nullptr) *host_set_rank_p = me.host;
+}
+
+int gex_System_QueryHiddenAMConcurrencyLevel(void) { return 0; }
+uint64_t gex_System_QueryMaxThreads(void) {
+  Runtime& rt = RuntimeFor("gex_System_QueryMaxThreads");
+  return rt.thread_safe ? 65535 : 1;
+}
+
+void gex_System_SetVerboseErrors(int enable) {
+  if (g_runtime != nullptr) g_runtime->verbose_errors.store(enable != 0);
+}
+int gex_System_GetVerboseErrors(void) {
+  return g_runtime == nullptr || g_runtime->verbose_errors.load();
+}
+
+// ---------------------------------------------------------------------------
+// Progress and events.
+
+int gasnet_AMPoll(void) {
+  Runtime& rt = RuntimeFor("gasnet_AMPoll");
+  rt.net->Poll();
+  rt.barrier.Progress();
+  return GASNET_OK;
+}
+
+static bool EventDone(gex_Event_t e) {
+  if (e == GEX_EVENT_INVALID || e == GEX_EVENT_NO_OP) return true;
+  return e->test(e);
+}
+
+int gex_Event_Test(gex_Event_t event) {
+  Runtime& rt = RuntimeFor("gex_Event_Test");
+  if (EventDone(event)) return GASNET_OK;
+  rt.net->Poll();
+  return EventDone(event) ? GASNET_OK : GASNET_ERR_NOT_READY;
+}
+
+void gex_Event_Wait(gex_Event_t event) {
+  Runtime& rt = RuntimeFor("gex_Event_Wait");
+  if (event != GEX_EVENT_INVALID && event != GEX_EVENT_NO_OP &&
+      gex::am::HandlerContext::InHandler()) {
+    gex::FatalError("gex_Event_Wait: called from an AM handler (it may block)");
+  }
+  while (!EventDone(event)) gex::api::WaitProgress(rt);
+}
+
+int gex_Event_TestSome(gex_Event_t* events, size_t n, gex_Flags_t) {
+  Runtime& rt = RuntimeFor("gex_Event_TestSome");
+  rt.net->Poll();
+  bool any = false;
+  bool all_invalid = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (events[i] == GEX_EVENT_INVALID) continue;
+    all_invalid = false;
+    if (EventDone(events[i])) {
+      events[i] = GEX_EVENT_INVALID;
+      any = true;
+    }
+  }
+  return any || all_invalid ? GASNET_OK : GASNET_ERR_NOT_READY;
+}
+
+int gex_Event_TestAll(gex_Event_t* events, size_t n, gex_Flags_t) {
+  Runtime& rt = RuntimeFor("gex_Event_TestAll");
+  rt.net->Poll();
+  bool all = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (events[i] == GEX_EVENT_INVALID) continue;
+    if (EventDone(events[i])) {
+      events[i] = GEX_EVENT_INVALID;
+    } else {
+      all = false;
+    }
+  }
+  return all ? GASNET_OK : GASNET_ERR_NOT_READY;
+}
+
+void gex_Event_WaitSome(gex_Event_t* events, size_t n, gex_Flags_t flags) {
+  Runtime& rt = RuntimeFor("gex_Event_WaitSome");
+  while (gex_Event_TestSome(events, n, flags) != GASNET_OK) {
+    gex::api::WaitProgress(rt);
+  }
+}
+
+void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t flags) {
+  Runtime& rt = RuntimeFor("gex_Event_WaitAll");
+  while (gex_Event_TestAll(events, n, flags) != GASNET_OK) {
+    gex::api::WaitProgress(rt);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Barrier over the job team.
+
+gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
+  static constexpr char kCall[] = "gex_Coll_BarrierNB";
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm != &rt.tm) gex::FatalErrorF("%s: tm is not this client's team", kCall);
+  if (gex::am::HandlerContext::InHandler()) {
+    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  }
+  rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false, kCall);
+  return rt.barrier.event();
+}
+
+void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_Coll_BarrierBlocking";
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm != &rt.tm) gex::FatalErrorF("%s: tm is not this client's team", kCall);
+  if (gex::am::HandlerContext::InHandler()) {
+    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  }
+  rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false, kCall);
+  gex::api::Barrier::Value result;
+  while (!rt.barrier.TryFinish(&result, kCall)) gex::api::WaitProgress(rt);
+  (void)flags;
+}
+
+// ---------------------------------------------------------------------------
+// Handler-safe locks.
+
+void gex_HSL_Init(gex_HSL_t* hsl) {
+  if (int e = pthread_mutex_init(&hsl->gex_mutex, nullptr); e != 0) {
+    gex::FatalErrorF("gex_HSL_Init: %s", std::strerror(e));
+  }
+}
+void gex_HSL_Destroy(gex_HSL_t* hsl) {
+  if (int e = pthread_mutex_destroy(&hsl->gex_mutex); e != 0) {
+    gex::FatalErrorF("gex_HSL_Destroy: %s (is it held?)", std::strerror(e));
+  }
+}
+void gex_HSL_Lock(gex_HSL_t* hsl) {
+  if (int e = pthread_mutex_lock(&hsl->gex_mutex); e != 0) {
+    gex::FatalErrorF("gex_HSL_Lock: %s", std::strerror(e));
+  }
+}
+void gex_HSL_Unlock(gex_HSL_t* hsl) {
+  if (int e = pthread_mutex_unlock(&hsl->gex_mutex); e != 0) {
+    gex::FatalErrorF("gex_HSL_Unlock: %s (not held by this thread?)",
+                     std::strerror(e));
+  }
+}
+int gex_HSL_Trylock(gex_HSL_t* hsl) {
+  return pthread_mutex_trylock(&hsl->gex_mutex) == 0 ? GASNET_OK
+                                                     : GASNET_ERR_NOT_READY;
+}
+
+// ---------------------------------------------------------------------------
+// Errors and exit.
+
+const char* gasnet_ErrorName(int errval) {
+  switch (errval) {
+    case GASNET_OK:
+      return "GASNET_OK";
+    case GASNET_ERR_NOT_INIT:
+      return "GASNET_ERR_NOT_INIT";
+    case GASNET_ERR_RESOURCE:
+      return "GASNET_ERR_RESOURCE";
+    case GASNET_ERR_BAD_ARG:
+      return "GASNET_ERR_BAD_ARG";
+    case GASNET_ERR_NOT_READY:
+      return "GASNET_ERR_NOT_READY";
+    case GASNET_ERR_BARRIER_MISMATCH:
+      return "GASNET_ERR_BARRIER_MISMATCH";
+    default:
+      return "*unknown*";
+  }
+}
+
+const char* gasnet_ErrorDesc(int errval) {
+  switch (errval) {
+    case GASNET_OK:
+      return "no error";
+    case GASNET_ERR_NOT_INIT:
+      return "GASNet has not been initialised";
+    case GASNET_ERR_RESOURCE:
+      return "a resource (memory, handler indices, a segment) ran out or is "
+             "already in use";
+    case GASNET_ERR_BAD_ARG:
+      return "an argument is invalid";
+    case GASNET_ERR_NOT_READY:
+      return "not complete yet";
+    case GASNET_ERR_BARRIER_MISMATCH:
+      return "barrier names did not match across ranks";
+    default:
+      return "no such GASNet error code";
+  }
+}
+
+void gasnet_exit(int exitcode) {
+  // Graceful exit (the exit/ layer) is not built yet: a nonzero code ends
+  // every rank at once through the launcher with that code; 0 ends this
+  // rank, and the launcher gives the others the exit timeout to follow.
+  std::fflush(nullptr);
+  Runtime* rt = g_runtime;
+  if (rt != nullptr && rt->bootstrap != nullptr) {
+    if (exitcode != 0) {
+      rt->bootstrap->Abort(exitcode,
+                           absl::StrFormat("gasnet_exit(%d)", exitcode));
+    }
+    rt->bootstrap->Fini();
+  }
+  _exit(exitcode);
+}
+
+}  // extern "C"
