@@ -1,5 +1,7 @@
 #include "api/barrier.h"
 
+#include <algorithm>
+
 #include "am/handler_table.h"
 #include "api/runtime.h"
 #include "base/fatal.h"
@@ -27,9 +29,11 @@ Barrier::Value Barrier::Merge(const Value& a, const Value& b) {
   Value r;
   r.mismatch = a.mismatch || b.mismatch ||
                (!a.anonymous && !b.anonymous && a.id != b.id);
-  const Value& named = a.anonymous ? b : a;
-  r.anonymous = named.anonymous;
-  r.id = named.id;
+  // The smaller name when both are named: any fixed choice works for the
+  // outcome (a mismatch is sticky), and this one keeps the merge
+  // commutative and associative, so every rank ends with the same value.
+  r.anonymous = a.anonymous && b.anonymous;
+  r.id = a.anonymous ? b.id : b.anonymous ? a.id : std::min(a.id, b.id);
   return r;
 }
 
