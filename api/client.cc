@@ -395,6 +395,10 @@ int gasnet_AMPoll(void) {
   return GASNET_OK;
 }
 
+void _gex_PollForWait(void) {
+  gex::api::WaitProgress(RuntimeFor("GASNET_BLOCKUNTIL"));
+}
+
 static bool EventDone(gex_Event_t e) {
   if (e == GEX_EVENT_INVALID || e == GEX_EVENT_NO_OP) return true;
   return e->test(e);

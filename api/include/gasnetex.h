@@ -416,11 +416,13 @@ extern int gex_AM_CancelReplyLong(gex_AM_SrcDesc_t sd, gex_Flags_t flags);
 extern int gasnet_AMPoll(void);
 #define gex_AM_Poll() gasnet_AMPoll()
 
-/* Polls until `cond` holds. */
+/* Polls until `cond` holds, yielding the CPU between polls when this host
+ * has more ranks than CPUs or the wait mode is GASNET_WAIT_BLOCK. */
+extern void _gex_PollForWait(void);
 #define GASNET_BLOCKUNTIL(cond) \
   do {                          \
     while (!(cond)) {           \
-      gasnet_AMPoll();          \
+      _gex_PollForWait();       \
     }                           \
   } while (0)
 
