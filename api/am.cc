@@ -51,13 +51,6 @@ inline pshm::Category ToNet(am::Category c) {
   return static_cast<pshm::Category>(c);
 }
 
-const char* CallName(am::Category c, bool request) {
-  static const char* const kNames[2][3] = {
-      {"gex_AM_ReplyShort", "gex_AM_ReplyMedium", "gex_AM_ReplyLong"},
-      {"gex_AM_RequestShort", "gex_AM_RequestMedium", "gex_AM_RequestLong"}};
-  return kNames[request][static_cast<int>(c)];
-}
-
 inline void CompleteLocally(gex_Event_t* lc_opt) {
   if (reinterpret_cast<uintptr_t>(lc_opt) > 3) *lc_opt = GEX_EVENT_INVALID;
 }
@@ -139,7 +132,7 @@ inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
                    gex_AM_Index_t handler, const void* src, size_t nbytes,
                    void* dest, gex_Event_t* lc_opt, gex_Flags_t flags,
                    unsigned nargs, const gex_AM_Arg_t* args) {
-  const char* call = CallName(category, true);
+  const char* call = SendCallName(category, true);
   Runtime& rt = Rt(call);
   const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
   const int32_t index = rank < rt.size ? rt.supernode->LocalIndex(rank) : -1;
@@ -191,7 +184,7 @@ inline int Reply(am::Category category, gex_Token_t token,
                  gex_AM_Index_t handler, const void* src, size_t nbytes,
                  void* dest, gex_Event_t* lc_opt, gex_Flags_t flags,
                  unsigned nargs, const gex_AM_Arg_t* args) {
-  const char* call = CallName(category, false);
+  const char* call = SendCallName(category, false);
   Runtime& rt = Rt(call);
   am::Token* t = ReplyToken(call, token);
   const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;

@@ -168,10 +168,10 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
 namespace {
 
 [[noreturn]] void BadMessage(const pshm::Message& m, const std::string& why) {
-  FatalErrorF("AM %s %s from rank %u: %s",
-              am::CategoryName(static_cast<am::Category>(m.category)),
-              m.channel == pshm::Channel::kRequest ? "Request" : "Reply",
-              m.source, why);
+  FatalErrorF("%s from rank %u to rank %u: %s",
+              SendCallName(static_cast<am::Category>(m.category),
+                           m.channel == pshm::Channel::kRequest),
+              m.source, g_runtime->rank, why);
 }
 
 void Dispatch(void* context, const pshm::Message& m) {
@@ -180,10 +180,9 @@ void Dispatch(void* context, const pshm::Message& m) {
   const auto category = static_cast<am::Category>(m.category);
   const bool is_request = m.channel == pshm::Channel::kRequest;
   if (ABSL_PREDICT_FALSE(entry == nullptr)) {
-    BadMessage(m,
-               absl::StrFormat("handler index %u is not registered at rank %u "
-                               "(gex_EP_RegisterHandlers)",
-                               m.handler, rt.rank));
+    BadMessage(m, absl::StrFormat("handler index %u is not registered "
+                                  "there (gex_EP_RegisterHandlers)",
+                                  m.handler));
   }
   const uint32_t need = am::CategoryFlag(category) |
                         (is_request ? am::kFlagRequest : am::kFlagReply);

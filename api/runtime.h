@@ -91,6 +91,15 @@ inline Runtime* g_runtime = nullptr;
 // been initialised.
 Runtime& RuntimeFor(const char* call);
 
+// The C API call that sends a message of `category` as a Request or a
+// Reply ("gex_AM_RequestMedium"), for messages about it.
+inline const char* SendCallName(am::Category category, bool request) {
+  static const char* const kNames[2][3] = {
+      {"gex_AM_ReplyShort", "gex_AM_ReplyMedium", "gex_AM_ReplyLong"},
+      {"gex_AM_RequestShort", "gex_AM_RequestMedium", "gex_AM_RequestLong"}};
+  return kNames[request][static_cast<int>(category)];
+}
+
 // One round of waiting: poll the network (and the barrier), yielding the
 // CPU when polite.
 void WaitProgress(Runtime& rt);
