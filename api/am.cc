@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_format.h"
@@ -229,6 +230,7 @@ struct SrcDesc {
   size_t size = 0;       // gex_AM_SrcDescSize.
   gex_Event_t* lc_opt = nullptr;
   pshm::Reservation reservation;
+  std::unique_ptr<unsigned char[]> bounce;  // Long GASNet buffer, lazily.
 };
 
 thread_local SrcDesc tl_request_sd;
@@ -290,12 +292,7 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
   const uint32_t index =
       request ? static_cast<uint32_t>(rt.supernode->LocalIndex(rank))
               : token->source_index;
-  void* long_local = nullptr;
-  if (category == am::Category::kLong && client_buf == nullptr) {
-    // The GASNet buffer of a Long is its destination: the payload is
-    // written in place, with no copy at Commit.
-    long_local = LongTarget(call, rt, rank, dest, size);
-  }
+  (void)dest;  // A Long's destination counts at Commit.
   if (rt.net->Reserve(request ? pshm::Channel::kRequest : pshm::Channel::kReply,
                       index, ToNet(category), static_cast<uint8_t>(nargs),
                       category == am::Category::kMedium ? size : 0,
@@ -317,7 +314,11 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
   } else if (category == am::Category::kMedium) {
     sd.addr = sd.reservation.payload;
   } else {
-    sd.addr = long_local;
+    // A Long's GASNet buffer is a bounce buffer of this thread's, copied to
+    // the destination at Commit: what the client writes beyond nbytes, or
+    // into a cancelled message, must not reach the target.
+    if (sd.bounce == nullptr) sd.bounce.reset(new unsigned char[kMaxLong]);
+    sd.addr = sd.bounce.get();
   }
   return reinterpret_cast<gex_AM_SrcDesc_t>(&sd);
 }

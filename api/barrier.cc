@@ -9,7 +9,7 @@
 namespace gex::api {
 namespace {
 
-// Argument 0: parity | round << 1; 1: flags; 2: the name.
+// Argument 0: the barrier's slot | round << 8; 1: flags; 2: the name.
 constexpr int32_t kAnonymousBit = 1;
 constexpr int32_t kMismatchBit = 2;
 
@@ -19,8 +19,8 @@ void BarrierHandler(gex_Token_t, gex_AM_Arg_t where, gex_AM_Arg_t flags,
   v.anonymous = (flags & kAnonymousBit) != 0;
   v.mismatch = (flags & kMismatchBit) != 0;
   v.id = id;
-  g_runtime->barrier.Arrived(static_cast<unsigned>(where) & 1u,
-                             static_cast<unsigned>(where) >> 1, v);
+  g_runtime->barrier.Arrived(static_cast<unsigned>(where) & 0xffu,
+                             static_cast<unsigned>(where) >> 8, v);
 }
 
 }  // namespace
@@ -37,12 +37,14 @@ Barrier::Value Barrier::Merge(const Value& a, const Value& b) {
   return r;
 }
 
+Barrier::~Barrier() {
+  for (Event* e : free_events_) delete e;
+}
+
 void Barrier::Init(Runtime* rt) {
   rt_ = rt;
   rounds_ = 0;
   while ((Rank{1} << rounds_) < rt->size) ++rounds_;
-  event_.test = &TestEvent;
-  event_.barrier = this;
   am::Entry entry;
   entry.fn = reinterpret_cast<am::HandlerFn>(&BarrierHandler);
   entry.flags = am::kFlagShort | am::kFlagRequest;
@@ -53,87 +55,123 @@ void Barrier::Init(Runtime* rt) {
   handler_index_ = entry.index;
 }
 
-void Barrier::Notify(int32_t id, bool anonymous, bool mismatch,
-                     const char* call) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (active_) {
-      FatalErrorF(
-          "%s: a barrier is already in progress (notify called twice "
-          "without a wait)",
-          call);
-    }
-    active_.store(true, std::memory_order_relaxed);
-    sent_ = 0;
-    mine_ = Value{anonymous, mismatch, id};
+gex_Event_t Barrier::Notify(int32_t id, bool anonymous, bool mismatch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (next_number_ - oldest_incomplete_ >= kWindow) {
+    lock.unlock();
+    WaitProgress(*rt_);
+    lock.lock();
   }
+  Event* event;
+  if (free_events_.empty()) {
+    event = new Event;
+    event->test = &TestEvent;
+    event->barrier = this;
+  } else {
+    event = free_events_.back();
+    free_events_.pop_back();
+  }
+  event->done = false;
+  Instance& in = instances_[next_number_ % kSlots];
+  in.active = true;
+  in.number = next_number_++;
+  in.sent = 0;
+  in.mine = Value{anonymous, mismatch, id};
+  in.event = event;
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  lock.unlock();
   Progress();
+  return event;
+}
+
+size_t Barrier::Advance(Send* sends, size_t max) {
+  size_t n = 0;
+  for (uint32_t number = oldest_incomplete_; number != next_number_; ++number) {
+    Instance& in = instances_[number % kSlots];
+    if (!in.active) continue;
+    while (in.sent < rounds_ && n < max) {
+      if (in.sent > 0) {
+        const Arrival& prev = in.arrivals[in.sent - 1];
+        if (!prev.arrived) break;
+        in.mine = Merge(in.mine, prev.value);
+      }
+      sends[n++] = Send{in.number, in.sent++, in.mine};
+    }
+    if (in.sent != rounds_) continue;
+    if (rounds_ != 0) {
+      Arrival& last = in.arrivals[rounds_ - 1];
+      if (!last.arrived) continue;
+      in.mine = Merge(in.mine, last.value);
+    }
+    for (uint32_t r = 0; r < rounds_; ++r) in.arrivals[r].arrived = false;
+    in.event->result = in.mine;
+    in.event->done = true;
+    in.event = nullptr;
+    in.active = false;
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  while (oldest_incomplete_ != next_number_ &&
+         !instances_[oldest_incomplete_ % kSlots].active) {
+    ++oldest_incomplete_;
+  }
+  return n;
 }
 
 void Barrier::Progress() {
-  if (!active()) return;  // The common case in gasnet_AMPoll: no lock.
+  // The common case in gasnet_AMPoll: nothing in flight, no lock.
+  if (in_flight_.load(std::memory_order_relaxed) == 0) return;
   for (;;) {
-    uint32_t round;
-    Value value;
+    Send sends[8];
+    size_t n;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!active_ || sent_ == rounds_) return;
-      const unsigned parity = phase_ & 1u;
-      if (sent_ > 0) {
-        const Slot& prev = slots_[parity][sent_ - 1];
-        if (!prev.arrived) return;
-        mine_ = Merge(mine_, prev.value);
-      }
-      round = sent_++;
-      value = mine_;
+      n = Advance(sends, 8);
     }
-    const Rank peer = (rt_->rank + (Rank{1} << round)) % rt_->size;
-    const int32_t flags = (value.anonymous ? kAnonymousBit : 0) |
-                          (value.mismatch ? kMismatchBit : 0);
-    const uint32_t args[3] = {(phase_ & 1u) | (round << 1),
-                              static_cast<uint32_t>(flags),
-                              static_cast<uint32_t>(value.id)};
-    rt_->net->Send(pshm::Channel::kRequest, rt_->supernode->LocalIndex(peer),
-                   pshm::Category::kShort, handler_index_, args, 3, nullptr, 0,
-                   nullptr, 0, /*immediate=*/false);
+    if (n == 0) return;
+    // Sending may wait for queue space and poll, which runs handlers that
+    // take mu_: so outside the lock.
+    for (size_t i = 0; i < n; ++i) SendRound(sends[i]);
   }
 }
 
-bool Barrier::TryFinish(Value* result, const char* call) {
+void Barrier::SendRound(const Send& s) {
+  const Rank peer = (rt_->rank + (Rank{1} << s.round)) % rt_->size;
+  const int32_t flags = (s.value.anonymous ? kAnonymousBit : 0) |
+                        (s.value.mismatch ? kMismatchBit : 0);
+  const uint32_t args[3] = {(s.number % kSlots) | (s.round << 8),
+                            static_cast<uint32_t>(flags),
+                            static_cast<uint32_t>(s.value.id)};
+  rt_->net->Send(pshm::Channel::kRequest, rt_->supernode->LocalIndex(peer),
+                 pshm::Category::kShort, handler_index_, args, 3, nullptr, 0,
+                 nullptr, 0, /*immediate=*/false);
+}
+
+bool Barrier::Finish(gex_Event_t handle, Value* result) {
   Progress();
+  auto* event = static_cast<Event*>(handle);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) {
-    FatalErrorF("%s: no barrier in progress (wait without a notify)", call);
-  }
-  const unsigned parity = phase_ & 1u;
-  if (sent_ != rounds_) return false;
-  if (rounds_ != 0) {
-    Slot& last = slots_[parity][rounds_ - 1];
-    if (!last.arrived) return false;
-    mine_ = Merge(mine_, last.value);
-  }
-  for (uint32_t r = 0; r < rounds_; ++r) slots_[parity][r].arrived = false;
-  *result = mine_;
-  ++phase_;
-  active_.store(false, std::memory_order_relaxed);
+  if (!event->done) return false;
+  *result = event->result;
+  free_events_.push_back(event);
   return true;
 }
 
-void Barrier::Arrived(unsigned parity, unsigned round, const Value& value) {
+void Barrier::Arrived(unsigned slot, unsigned round, const Value& value) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (round >= rounds_ || slots_[parity][round].arrived) {
+  Arrival& a = instances_[slot % kSlots].arrivals[round % kMaxRounds];
+  if (round >= rounds_ || a.arrived) {
     FatalErrorF(
         "barrier: unexpected message for round %u (of %u); ranks disagree "
         "on the barrier sequence",
         round, rounds_);
   }
-  slots_[parity][round] = Slot{true, value};
+  a = Arrival{true, value};
 }
 
 bool Barrier::TestEvent(gex_Event_opaque* e) {
-  Barrier* self = static_cast<Event*>(e)->barrier;
+  Event* event = static_cast<Event*>(e);
   Value ignored;
-  return self->TryFinish(&ignored, "gex_Event_Test (barrier)");
+  return event->barrier->Finish(event, &ignored);
 }
 
 }  // namespace gex::api

@@ -3,17 +3,24 @@
 // Messages (ceil(log2 N) rounds; in round k a rank tells rank + 2^k and
 // hears from rank - 2^k). Each message carries what its sender has
 // learned so far (named or not, the name, mismatch seen), and the merge is
-// idempotent, so after the last round every rank knows whether any two
-// ranks disagreed.
+// commutative, associative and idempotent, so after the last round every
+// rank knows whether any two ranks disagreed.
 //
-// A peer can be at most one barrier ahead (it cannot finish a barrier
-// without this rank), so state is kept for two barriers, by parity.
+// Several barriers may be in flight at once (gex_Coll_BarrierNB may be
+// called again before the first completes, and they may be retired in any
+// order). Barriers are numbered in notify order; a rank has at most
+// kWindow of its own incomplete, and messages carry the number modulo
+// 2 * kWindow. That is enough: a peer can start barrier q only after
+// completing q - kWindow, which needed this rank's notify of q - kWindow,
+// at which point this rank had completed q - 2 * kWindow, the last user of
+// q's slot.
 #ifndef GEX_API_BARRIER_H_
 #define GEX_API_BARRIER_H_
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "api/event.h"
 #include "gasnetex.h"
@@ -32,47 +39,74 @@ class Barrier {
   };
   static Value Merge(const Value& a, const Value& b);
 
+  static constexpr uint32_t kWindow = 16;
+
+  Barrier() = default;
+  Barrier(const Barrier&) = delete;
+  Barrier& operator=(const Barrier&) = delete;
+  ~Barrier();
+
   // Registers the internal handler. Called once at init.
   void Init(Runtime* rt);
 
-  // gasnet_barrier_notify: starts this rank's part. A second notify
-  // before the wait is a fatal error naming `call`.
-  void Notify(int32_t id, bool anonymous, bool mismatch, const char* call);
-  // Makes progress; true once the barrier completed (then the result is
-  // in *result and the barrier is closed, ready for the next notify).
-  bool TryFinish(Value* result, const char* call);
-  // Sends what can be sent. Cheap when no barrier is in progress.
+  // Starts this rank's part of the next barrier and returns its event,
+  // which completes when every rank has notified it (gex_Event_Test/Wait,
+  // or Finish). Waits, making progress, while kWindow of this rank's
+  // barriers are incomplete.
+  gex_Event_t Notify(int32_t id, bool anonymous, bool mismatch);
+  // If `event` (from Notify) has completed: its outcome in *result, the
+  // event released, true.
+  bool Finish(gex_Event_t event, Value* result);
+  // Sends what can be sent and completes what can be completed. Cheap
+  // (one atomic load) when no barrier is in flight.
   void Progress();
-  bool active() const { return active_.load(std::memory_order_relaxed); }
 
-  // The event gex_Coll_BarrierNB returns.
-  gex_Event_t event() { return &event_; }
-
-  // For the handler: round `round` of barrier parity `parity` arrived
+  // For the handler: round `round` of the barrier in slot `slot` arrived
   // carrying `value`.
-  void Arrived(unsigned parity, unsigned round, const Value& value);
+  void Arrived(unsigned slot, unsigned round, const Value& value);
 
  private:
+  static constexpr unsigned kSlots = 2 * kWindow;
   static constexpr unsigned kMaxRounds = 32;
-  struct Slot {
+
+  struct Event : gex_Event_opaque {
+    Barrier* barrier = nullptr;
+    bool done = false;
+    Value result;
+  };
+  struct Arrival {
     bool arrived = false;
     Value value;
   };
-  struct Event : gex_Event_opaque {
-    Barrier* barrier = nullptr;
+  struct Instance {
+    bool active = false;
+    uint32_t number = 0;
+    uint32_t sent = 0;  // Rounds sent.
+    Value mine;         // Merged so far.
+    Event* event = nullptr;
+    Arrival arrivals[kMaxRounds];
   };
+  struct Send {
+    uint32_t number;
+    uint32_t round;
+    Value value;
+  };
+
   static bool TestEvent(gex_Event_opaque* e);
+  // Under mu_: the sends that have become possible (at most `max`), and
+  // completes instances whose last round arrived.
+  size_t Advance(Send* sends, size_t max);
+  void SendRound(const Send& s);
 
   Runtime* rt_ = nullptr;
-  std::mutex mu_;  // PAR: handlers on other threads, concurrent progress.
-  std::atomic<bool> active_{false};
-  uint32_t rounds_ = 0;
-  uint32_t phase_ = 0;  // Barriers completed; parity selects the slots.
-  uint32_t sent_ = 0;   // Rounds sent in the current barrier.
-  Value mine_;          // Merged so far.
-  Slot slots_[2][kMaxRounds];
-  Event event_;
   uint8_t handler_index_ = 0;
+  uint32_t rounds_ = 0;
+  std::mutex mu_;  // PAR: handlers on other threads, concurrent progress.
+  std::atomic<uint32_t> in_flight_{0};
+  uint32_t next_number_ = 0;
+  uint32_t oldest_incomplete_ = 0;
+  Instance instances_[kSlots];
+  std::vector<Event*> free_events_;
 };
 
 }  // namespace gex::api

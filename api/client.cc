@@ -474,8 +474,7 @@ gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
   if (gex::am::HandlerContext::InHandler()) {
     gex::FatalErrorF("%s: called from an AM handler", kCall);
   }
-  rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false, kCall);
-  return rt.barrier.event();
+  return rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false);
 }
 
 void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
@@ -485,9 +484,10 @@ void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
   if (gex::am::HandlerContext::InHandler()) {
     gex::FatalErrorF("%s: called from an AM handler", kCall);
   }
-  rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false, kCall);
+  const gex_Event_t event =
+      rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false);
   gex::api::Barrier::Value result;
-  while (!rt.barrier.TryFinish(&result, kCall)) gex::api::WaitProgress(rt);
+  while (!rt.barrier.Finish(event, &result)) gex::api::WaitProgress(rt);
   (void)flags;
 }
 

@@ -26,11 +26,20 @@ gex_Segment_t g_segment = nullptr;
 struct LegacyBarrier {
   int id = 0;
   int flags = 0;
+  gex_Event_t pending = nullptr;  // Between notify and wait.
   Barrier::Value last;
 };
 LegacyBarrier g_barrier;
 
+gex_Event_t PendingBarrier(const char* call) {
+  if (g_barrier.pending == nullptr) {
+    FatalErrorF("%s: no barrier was notified (gasnet_barrier_notify)", call);
+  }
+  return g_barrier.pending;
+}
+
 int FinishBarrier(Runtime& rt, int id, int flags, const Barrier::Value& v) {
+  g_barrier.pending = nullptr;
   g_barrier.last = v;
   const bool anonymous = (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0;
   const bool same_call = (flags & GASNET_BARRIERFLAG_ANONYMOUS) ==
@@ -148,10 +157,17 @@ void gasnet_barrier_notify(int id, int flags) {
   if (gex::am::HandlerContext::InHandler()) {
     gex::FatalErrorF("%s: called from an AM handler", kCall);
   }
+  if (g_barrier.pending != nullptr) {
+    gex::FatalErrorF(
+        "%s: the previous barrier was notified but not waited "
+        "for (gasnet_barrier_wait)",
+        kCall);
+  }
   g_barrier.id = id;
   g_barrier.flags = flags;
-  rt.barrier.Notify(id, (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0,
-                    (flags & GASNET_BARRIERFLAG_MISMATCH) != 0, kCall);
+  g_barrier.pending =
+      rt.barrier.Notify(id, (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0,
+                        (flags & GASNET_BARRIERFLAG_MISMATCH) != 0);
 }
 
 int gasnet_barrier_wait(int id, int flags) {
@@ -161,7 +177,8 @@ int gasnet_barrier_wait(int id, int flags) {
     gex::FatalErrorF("%s: called from an AM handler", kCall);
   }
   gex::api::Barrier::Value v;
-  while (!rt.barrier.TryFinish(&v, kCall)) gex::api::WaitProgress(rt);
+  const gex_Event_t pending = gex::api::PendingBarrier(kCall);
+  while (!rt.barrier.Finish(pending, &v)) gex::api::WaitProgress(rt);
   return gex::api::FinishBarrier(rt, id, flags, v);
 }
 
@@ -170,7 +187,9 @@ int gasnet_barrier_try(int id, int flags) {
   Runtime& rt = RuntimeFor(kCall);
   rt.net->Poll();
   gex::api::Barrier::Value v;
-  if (!rt.barrier.TryFinish(&v, kCall)) return GASNET_ERR_NOT_READY;
+  if (!rt.barrier.Finish(gex::api::PendingBarrier(kCall), &v)) {
+    return GASNET_ERR_NOT_READY;
+  }
   return gex::api::FinishBarrier(rt, id, flags, v);
 }
 

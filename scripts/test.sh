@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
-#   2. the base, bootstrap and pshm layers' tests, and the launcher's and
-#      PSHM's end-to-end tests, again under AddressSanitizer and UBSan; the
-#      PSHM network's threaded tests under ThreadSanitizer;
+#   2. the base, bootstrap, pshm, am and api layers' tests, and the
+#      launcher's, PSHM's and the C API's end-to-end tests, again under
+#      AddressSanitizer and UBSan; the PSHM network's threaded tests and the
+#      PAR-mode C API test under ThreadSanitizer;
 #   3. the layering check (no upward dependency edge; the seven dependency
 #      targets exist);
 #   4. a scratch workspace that consumes gex through gex_dependencies().
@@ -46,11 +47,12 @@ run_check() {
 
 run_bazel_tests //...
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
-  //tests/pshm/...)
+  //tests/pshm/... //am/... //api/... //tests/api/... //examples/...)
 run_bazel_tests --config=asan "${sanitized[@]}"
 run_bazel_tests --config=ubsan "${sanitized[@]}"
-# The lock-free queue's threaded tests, under ThreadSanitizer.
-run_bazel_tests --config=tsan //pshm:am_network_test
+# The lock-free queue's threaded tests and the PAR-mode client (threads
+# sending and polling concurrently), under ThreadSanitizer.
+run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh

@@ -1,0 +1,116 @@
+// Running API test clients as jobs and judging them from the outside (see
+// api_job.h).
+#include "tests/api/api_job.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gex::testing {
+
+JobResult RunApiJob(const std::string& client, int n,
+                    const std::vector<std::string>& args,
+                    const std::vector<std::string>& env) {
+  BecomeSubreaper();
+  JobSpec spec;
+  spec.argv = {Runfile("tools/gasnetrun_smp"), "-n", std::to_string(n),
+               Runfile("tests/api/" + client)};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  const std::string tmpdir = MakeTempDir("api");
+  spec.env = {"GASNET_PSHMNET_QUEUE_DEPTH",
+              "GASNET_PSHMNET_QUEUE_MEMORY",
+              "GASNET_MAX_SEGSIZE",
+              "GASNET_SUPERNODE_MAXSIZE",
+              "GASNET_PSHM_NODES",
+              "GASNET_SMP_SPAWNER",
+              "GASNET_EXITTIMEOUT",
+              "GASNET_TMPDIR=" + tmpdir,
+              "TMPDIR=" + tmpdir};
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
+  spec.limit = absl::Seconds(120);
+  return RunJob(spec);
+}
+
+std::string Describe(const JobResult& r) {
+  std::string out = r.out;
+  std::string err = r.err;
+  for (std::string* text : {&out, &err}) {
+    if (text->size() > 6000) {
+      *text = absl::StrCat(text->substr(0, 3000), "\n...\n",
+                           text->substr(text->size() - 3000));
+    }
+  }
+  return absl::StrFormat(
+      "command: %s\nexit: %d\nsurvivors: %d\nstdout:\n%s\n"
+      "stderr:\n%s",
+      r.command, r.exit_code, r.survivors.size(), out, err);
+}
+
+std::map<int, std::string> RankLines(const JobResult& r,
+                                     const std::string& what) {
+  std::map<int, std::string> by_rank;
+  for (const std::string& line : Lines(r.out)) {
+    int rank = -1;
+    int consumed = 0;
+    if (sscanf(line.c_str(), "rank %d: %n", &rank, &consumed) != 1 ||
+        consumed == 0) {
+      continue;
+    }
+    if (line.compare(consumed, what.size(), what) != 0) continue;
+    EXPECT_EQ(by_rank.count(rank), 0u)
+        << "rank " << rank << " reported \"" << what << "\" twice: " << line;
+    by_rank[rank] = line;
+  }
+  return by_rank;
+}
+
+std::map<int, std::string> ExpectEveryRankOk(const JobResult& r, int n,
+                                             const std::string& what) {
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  std::map<int, std::string> lines = RankLines(r, what);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_EQ(lines.count(rank), 1u)
+        << "rank " << rank << " did not print \"rank " << rank << ": " << what
+        << "\"\n"
+        << Describe(r);
+  }
+  EXPECT_EQ(lines.size(), static_cast<size_t>(n)) << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+  return lines;
+}
+
+void ExpectFatal(const JobResult& r, int proc, const std::string& call) {
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  const std::string proc_re = proc < 0 ? "[0-9]+" : std::to_string(proc);
+  const std::regex fatal("(^|\n)\\*\\*\\* FATAL ERROR \\(proc " + proc_re +
+                         "\\): " + call + "[: ]");
+  EXPECT_TRUE(std::regex_search(r.err, fatal))
+      << "no \"*** FATAL ERROR (proc " << (proc < 0 ? "P" : proc_re) << "): ..."
+      << call << "\" line\n"
+      << Describe(r);
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("survived")))
+      << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+}
+
+std::string TestName(std::string mode) {
+  for (char& c : mode) {
+    if (c == '-') c = '_';
+  }
+  return mode;
+}
+
+long long Field(const std::string& line, const std::string& key) {
+  const std::regex re("(^| )" + key + "=(-?[0-9]+)");
+  std::smatch m;
+  if (!std::regex_search(line, m, re)) return -1;
+  return std::atoll(m[2].str().c_str());
+}
+
+}  // namespace gex::testing

@@ -1,0 +1,49 @@
+// Running the API test clients as jobs (gasnetrun_smp -n N <client> args)
+// and judging them from the outside: the exit code, each rank's one success
+// line ("rank R: <what>..."), the fatal line that names a misused call, and
+// that no process of the job outlived it.
+#ifndef GEX_TESTS_API_API_JOB_H_
+#define GEX_TESTS_API_API_JOB_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/testing/job_runner.h"
+
+namespace gex::testing {
+
+// Runs `n` ranks of tests/api/<client> with `args`, with none of the PSHM
+// and launcher variables of the test's environment, then those of `env`
+// ("NAME=value").
+JobResult RunApiJob(const std::string& client, int n,
+                    const std::vector<std::string>& args,
+                    const std::vector<std::string>& env = {});
+
+// The command, exit code and output, for failure messages.
+std::string Describe(const JobResult& r);
+
+// Lines "rank R: <what>..." of stdout by rank; a rank printing such a line
+// twice is a test failure.
+std::map<int, std::string> RankLines(const JobResult& r,
+                                     const std::string& what);
+
+// The job exited 0, each of ranks 0..n-1 printed "rank R: <what>" once,
+// and nothing survived it. Returns the lines by rank.
+std::map<int, std::string> ExpectEveryRankOk(const JobResult& r, int n,
+                                             const std::string& what);
+
+// The job failed (nonzero exit) with a line
+// "*** FATAL ERROR (proc P): <call>: ..." on stderr (P = `proc`, or any rank
+// when `proc` is -1), no rank printed "survived", and nothing survived it.
+void ExpectFatal(const JobResult& r, int proc, const std::string& call);
+
+// `mode` as a GoogleTest parameter name ('-' becomes '_').
+std::string TestName(std::string mode);
+
+// The number after "key=" in `line` (-1 when absent).
+long long Field(const std::string& line, const std::string& key);
+
+}  // namespace gex::testing
+
+#endif  // GEX_TESTS_API_API_JOB_H_

@@ -1,0 +1,325 @@
+/* barrier_client: one rank of a barrier job on the smp conduit (SEQ),
+ * started by gasnetrun_smp from barrier_job_test. Written in C11 against
+ * <gasnet.h> (the legacy barrier) and <gasnetex.h>. A failed check ends the
+ * job with exit code 1 ("rank R: CHECK FAILED ..."); a rank that passed
+ * prints "rank R: <mode> ok barriers=B".
+ *
+ * Barriers that must synchronize are checked to: every rank adds 1 to a
+ * counter in rank 0's segment (through its cross-mapped address) just before
+ * entering barrier number b (counting from 0) and reads it right after
+ * leaving; the value must be at least n*(b+1) (everyone arrived) and at most
+ * n*(b+2) (nobody got further than the next barrier).
+ *
+ *   legacy    gasnet_barrier_notify/wait and gasnet_barrier: named with
+ *             several ids (0, -1, INT_MAX, INT_MIN, ...), anonymous (ids
+ *             differing per rank), mixed: each rank in turn anonymous while
+ *             the rest name one id, and each rank in turn named while the
+ *             rest are anonymous; all GASNET_OK, and gasnet_barrier_result
+ *             gives GASNET_OK with the id for a named barrier and non-OK for
+ *             an all-anonymous one. gasnet_barrier_try returns
+ *             GASNET_ERR_NOT_READY while rank 0 has not notified (it waits,
+ *             outside GASNet, until every other rank has seen that), then
+ *             GASNET_OK.
+ *   mismatch  For each rank j in turn: j names a different id (split-phase
+ *             and gasnet_barrier), j passes GASNET_BARRIERFLAG_MISMATCH
+ *             (both forms), and with 3+ ranks j and its successor name two
+ *             different ids while the rest are anonymous: every rank's wait
+ *             returns GASNET_ERR_BARRIER_MISMATCH. After each, a matching
+ *             named barrier succeeds again with the right result.
+ *   nb        gex_Coll_BarrierNB with gex_Event_Test polling (NOT_READY on
+ *             every rank but 0 while rank 0 has not started it), with
+ *             gex_Event_Wait, gex_Coll_BarrierBlocking, legacy and gex
+ *             barriers in turn.
+ *   nb-overlap  gex_Coll_BarrierNB is non-blocking, so several may be in
+ *             flight (as with MPI-3 non-blocking collectives; GASNet's own
+ *             testbarrierconf does this): 8 at once retired out of order,
+ *             4 retired with gex_Event_WaitAll and 4 with gex_Event_TestAll,
+ *             then a checked barrier. */
+#include <gasnet.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tests/api/client_check.h"
+
+static gex_TM_t g_tm;
+static gex_Rank_t g_me;
+static gex_Rank_t g_n;
+static uint64_t *g_counter; /* in rank 0's segment, mapped here */
+static uint64_t *g_started; /* likewise: ranks that started barrier `b` */
+static uint64_t g_barriers; /* barriers checked so far */
+
+/* Call before entering a synchronizing barrier. */
+static void Arrive(void) { __atomic_fetch_add(g_counter, 1, __ATOMIC_SEQ_CST); }
+
+/* Call after leaving it. */
+static void Left(const char *what) {
+  const uint64_t seen = __atomic_load_n(g_counter, __ATOMIC_SEQ_CST);
+  const uint64_t least = (uint64_t)g_n * (g_barriers + 1);
+  CHECK(seen >= least && seen <= least + g_n,
+        "%s (barrier %" PRIu64 "): counter %" PRIu64 ", expected %" PRIu64
+        "..%" PRIu64 ": the barrier let a rank through early",
+        what, g_barriers, seen, least, least + g_n);
+  ++g_barriers;
+}
+
+/* A legacy barrier with `id` and `flags`, split-phase (notify, then wait)
+ * or through gasnet_barrier, checked to return `expected` (GASNET_OK or
+ * GASNET_ERR_BARRIER_MISMATCH). */
+static void LegacyBarrier(int split, int id, int flags, int expected,
+                          const char *what) {
+  int rc;
+  Arrive();
+  if (split) {
+    gasnet_barrier_notify(id, flags);
+    rc = gasnet_barrier_wait(id, flags);
+  } else {
+    rc = gasnet_barrier(id, flags);
+  }
+  CHECK(rc == expected, "%s: %s(%d, %d) returned %d (%s), expected %s", what,
+        split ? "gasnet_barrier_wait" : "gasnet_barrier", id, flags, rc,
+        gasnet_ErrorName(rc), gasnet_ErrorName(expected));
+  Left(what);
+}
+
+static void Legacy(int id, int flags, int expected, const char *what) {
+  LegacyBarrier(1, id, flags, expected, what);
+}
+
+static void LegacyBlocking(int id, int flags, int expected, const char *what) {
+  LegacyBarrier(0, id, flags, expected, what);
+}
+
+/* gasnet_barrier_result after a successful barrier: named with `id`, or
+ * (named == 0) all anonymous. */
+static void ExpectResult(int named, int id, const char *what) {
+  int got = 0;
+  const int rc = gasnet_barrier_result(&got);
+  if (named) {
+    CHECK(rc == GASNET_OK && got == id,
+          "%s: gasnet_barrier_result returned "
+          "%d with id %d, expected GASNET_OK with %d",
+          what, rc, got, id);
+  } else {
+    CHECK(rc != GASNET_OK,
+          "%s: gasnet_barrier_result returned GASNET_OK "
+          "(id %d) after an all-anonymous barrier",
+          what, got);
+  }
+}
+
+/* Rank 0 waits, outside GASNet, until every other rank has started the
+ * current barrier and seen it not complete. */
+static void WaitForOthersToStart(uint64_t round) {
+  while (__atomic_load_n(g_started, __ATOMIC_ACQUIRE) <
+         (uint64_t)(g_n - 1) * round) {
+    sched_yield();
+  }
+}
+
+static void SayStarted(void) {
+  __atomic_fetch_add(g_started, 1, __ATOMIC_ACQ_REL);
+}
+
+static void ModeLegacy(void) {
+  static const int kIds[] = {0, 1, -1, INT_MAX, INT_MIN, 5551212};
+  size_t i;
+  gex_Rank_t j;
+  int rc;
+
+  for (i = 0; i < sizeof kIds / sizeof kIds[0]; ++i) {
+    Legacy(kIds[i], 0, GASNET_OK, "named");
+    ExpectResult(1, kIds[i], "named");
+    LegacyBlocking(kIds[i], 0, GASNET_OK, "named gasnet_barrier");
+    ExpectResult(1, kIds[i], "named gasnet_barrier");
+  }
+  for (i = 0; i < 3; ++i) {
+    /* Anonymous ids are ignored, so they may differ. */
+    Legacy((int)(g_me * 5 + i), GASNET_BARRIERFLAG_ANONYMOUS, GASNET_OK,
+           "anonymous");
+    ExpectResult(0, 0, "anonymous");
+    LegacyBlocking((int)(g_me ^ i), GASNET_BARRIERFLAG_ANONYMOUS, GASNET_OK,
+                   "anonymous gasnet_barrier");
+    ExpectResult(0, 0, "anonymous gasnet_barrier");
+  }
+  for (j = 0; j < g_n && g_n > 1; ++j) {
+    /* One anonymous among named ones. */
+    if (g_me == j) {
+      Legacy(12345, GASNET_BARRIERFLAG_ANONYMOUS, GASNET_OK, "one anonymous");
+    } else {
+      Legacy(5551212, 0, GASNET_OK, "one anonymous");
+    }
+    ExpectResult(1, 5551212, "one anonymous");
+    if (g_me == j) {
+      LegacyBlocking(12345, GASNET_BARRIERFLAG_ANONYMOUS, GASNET_OK,
+                     "one anonymous (gasnet_barrier)");
+    } else {
+      LegacyBlocking(5551212, 0, GASNET_OK, "one anonymous (gasnet_barrier)");
+    }
+    ExpectResult(1, 5551212, "one anonymous (gasnet_barrier)");
+    /* One named among anonymous ones. */
+    if (g_me == j) {
+      Legacy((int)0xcafef00d, 0, GASNET_OK, "one named");
+    } else {
+      Legacy(911, GASNET_BARRIERFLAG_ANONYMOUS, GASNET_OK, "one named");
+    }
+    ExpectResult(1, (int)0xcafef00d, "one named");
+  }
+
+  /* try: not ready while rank 0 has not notified. */
+  Arrive();
+  if (g_me == 0) {
+    WaitForOthersToStart(1);
+    gasnet_barrier_notify(77, 0);
+  } else {
+    gasnet_barrier_notify(77, 0);
+    rc = gasnet_barrier_try(77, 0);
+    CHECK(rc == GASNET_ERR_NOT_READY,
+          "gasnet_barrier_try returned %d (%s) "
+          "before rank 0 notified",
+          rc, gasnet_ErrorName(rc));
+    SayStarted();
+  }
+  while ((rc = gasnet_barrier_try(77, 0)) == GASNET_ERR_NOT_READY) {
+    gasnet_AMPoll();
+    sched_yield();
+  }
+  CHECK(rc == GASNET_OK, "gasnet_barrier_try returned %d (%s)", rc,
+        gasnet_ErrorName(rc));
+  Left("gasnet_barrier_try");
+  ExpectResult(1, 77, "gasnet_barrier_try");
+}
+
+static void ModeMismatch(void) {
+  gex_Rank_t j;
+  for (j = 0; j < g_n; ++j) {
+    const int me_j = g_me == j;
+    if (g_n > 1) {
+      Legacy(me_j, 0, GASNET_ERR_BARRIER_MISMATCH, "rank j names another id");
+      LegacyBlocking(me_j, 0, GASNET_ERR_BARRIER_MISMATCH,
+                     "rank j names another id (gasnet_barrier)");
+    }
+    Legacy(0, me_j ? GASNET_BARRIERFLAG_MISMATCH : 0,
+           GASNET_ERR_BARRIER_MISMATCH, "rank j passes MISMATCH");
+    LegacyBlocking(0, me_j ? GASNET_BARRIERFLAG_MISMATCH : 0,
+                   GASNET_ERR_BARRIER_MISMATCH,
+                   "rank j passes MISMATCH (gasnet_barrier)");
+    if (g_n > 2) {
+      const gex_Rank_t k = (j + 1) % g_n;
+      if (me_j) {
+        Legacy(1592, 0, GASNET_ERR_BARRIER_MISMATCH, "two names and anonymous");
+      } else if (g_me == k) {
+        Legacy(1776, 0, GASNET_ERR_BARRIER_MISMATCH, "two names and anonymous");
+      } else {
+        Legacy(12345, GASNET_BARRIERFLAG_ANONYMOUS, GASNET_ERR_BARRIER_MISMATCH,
+               "two names and anonymous");
+      }
+    }
+    /* A mismatch leaves the barrier usable. */
+    Legacy((int)j, 0, GASNET_OK, "matching after a mismatch");
+    ExpectResult(1, (int)j, "matching after a mismatch");
+  }
+}
+
+static void ModeNb(void) {
+  gex_Event_t ev;
+  int rc;
+  int i;
+
+  /* Test: not ready while rank 0 has not started it. */
+  Arrive();
+  if (g_me == 0) {
+    WaitForOthersToStart(1);
+    ev = gex_Coll_BarrierNB(g_tm, 0);
+  } else {
+    ev = gex_Coll_BarrierNB(g_tm, 0);
+    rc = gex_Event_Test(ev);
+    CHECK(rc == GASNET_ERR_NOT_READY,
+          "gex_Event_Test returned %d before rank "
+          "0 started the barrier",
+          rc);
+    SayStarted();
+  }
+  while ((rc = gex_Event_Test(ev)) == GASNET_ERR_NOT_READY) {
+    gasnet_AMPoll();
+    sched_yield();
+  }
+  CHECK(rc == GASNET_OK, "gex_Event_Test returned %d", rc);
+  Left("gex_Coll_BarrierNB + gex_Event_Test");
+
+  for (i = 0; i < 4; ++i) {
+    Arrive();
+    gex_Event_Wait(gex_Coll_BarrierNB(g_tm, 0));
+    Left("gex_Coll_BarrierNB + gex_Event_Wait");
+    Arrive();
+    gex_Coll_BarrierBlocking(g_tm, 0);
+    Left("gex_Coll_BarrierBlocking");
+    Legacy(i, 0, GASNET_OK, "legacy between gex barriers");
+  }
+}
+
+static void ModeNbOverlap(void) {
+  gex_Event_t ev[8];
+  int rc;
+  int i;
+  /* Several in flight, retired out of order. */
+  for (i = 0; i < 8; ++i) ev[i] = gex_Coll_BarrierNB(g_tm, 0);
+  for (i = 0; i < 8; ++i) gex_Event_Wait(ev[(g_me + (gex_Rank_t)i) % 8]);
+  for (i = 0; i < 4; ++i) ev[i] = gex_Coll_BarrierNB(g_tm, 0);
+  gex_Event_WaitAll(ev, 4, 0);
+  for (i = 0; i < 4; ++i) ev[i] = gex_Coll_BarrierNB(g_tm, 0);
+  while ((rc = gex_Event_TestAll(ev, 4, 0)) == GASNET_ERR_NOT_READY) {
+    gasnet_AMPoll();
+    sched_yield();
+  }
+  CHECK(rc == GASNET_OK, "gex_Event_TestAll returned %d", rc);
+  for (i = 0; i < 4; ++i) {
+    CHECK(ev[i] == GEX_EVENT_INVALID, "gex_Event_TestAll left event %d", i);
+  }
+  /* And they all synchronized: one more checked barrier. */
+  Arrive();
+  gex_Coll_BarrierBlocking(g_tm, 0);
+  Left("after barriers in flight");
+}
+
+int main(int argc, char **argv) {
+  gex_Client_t client;
+  gex_EP_t ep;
+  gex_Segment_t seg;
+  const char *mode;
+  void *rank0 = NULL;
+  int rc = gex_Client_Init(&client, &ep, &g_tm, "barrier_client", &argc, &argv,
+                           GEX_FLAG_USES_GASNET1);
+  CHECK(rc == GASNET_OK, "gex_Client_Init returned %d", rc);
+  g_me = gex_TM_QueryRank(g_tm);
+  g_n = gex_TM_QuerySize(g_tm);
+  check_rank = (int)g_me;
+  CHECK(argc == 2, "usage: barrier_client legacy|mismatch|nb|nb-overlap");
+  mode = argv[1];
+  rc = gex_Segment_Attach(&seg, g_tm, 4096);
+  CHECK(rc == GASNET_OK, "gex_Segment_Attach returned %d", rc);
+  if (g_me == 0) memset(gex_Segment_QueryAddr(seg), 0, 2 * sizeof(uint64_t));
+  CHECK(gex_EP_QueryBoundSegmentNB(g_tm, 0, NULL, &rank0, NULL, 0) ==
+                GEX_EVENT_INVALID &&
+            rank0 != NULL,
+        "rank 0's segment is not mapped here");
+  g_counter = (uint64_t *)rank0;
+  g_started = g_counter + 1;
+  gex_Coll_BarrierBlocking(g_tm, 0);
+
+  if (strcmp(mode, "legacy") == 0) {
+    ModeLegacy();
+  } else if (strcmp(mode, "mismatch") == 0) {
+    ModeMismatch();
+  } else if (strcmp(mode, "nb") == 0) {
+    ModeNb();
+  } else if (strcmp(mode, "nb-overlap") == 0) {
+    ModeNbOverlap();
+  } else {
+    CHECK(0, "unknown mode '%s'", mode);
+  }
+  Say("%s ok barriers=%" PRIu64, mode, g_barriers);
+  gex_Coll_BarrierBlocking(g_tm, 0);
+  gasnet_exit(0);
+}
