@@ -14,6 +14,8 @@
 #include "am/invoke.h"
 #include "am/token.h"
 #include "api/driver.h"
+#include "api/event.h"
+#include "api/rma.h"
 #include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
@@ -144,6 +146,9 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
   }
   rt->supernode = *std::move(supernode);
   rt->net = &rt->supernode->network();
+  // Registers the RMA engine's internal handlers: before any message can
+  // be dispatched (nothing polls before gex_Client_Init returns).
+  RmaInit(*rt);
   rt->polite = rt->map->MyHostIsOversubscribed();
 
   for (Rank r : rt->map->my_host_members()) rt->host_ranks.push_back(r);
@@ -398,16 +403,17 @@ void _gex_PollForWait(void) {
   gex::api::WaitProgress(RuntimeFor("GASNET_BLOCKUNTIL"));
 }
 
-static bool EventDone(gex_Event_t e) {
+static bool EventDone(const char* call, gex_Event_t e) {
   if (e == GEX_EVENT_INVALID || e == GEX_EVENT_NO_OP) return true;
+  gex::api::CheckLiveEvent(call, e);
   return e->test(e);
 }
 
 int gex_Event_Test(gex_Event_t event) {
   Runtime& rt = RuntimeFor("gex_Event_Test");
-  if (EventDone(event)) return GASNET_OK;
+  if (EventDone("gex_Event_Test", event)) return GASNET_OK;
   rt.net->Poll();
-  return EventDone(event) ? GASNET_OK : GASNET_ERR_NOT_READY;
+  return EventDone("gex_Event_Test", event) ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
 void gex_Event_Wait(gex_Event_t event) {
@@ -416,18 +422,19 @@ void gex_Event_Wait(gex_Event_t event) {
       gex::am::HandlerContext::InHandler()) {
     gex::FatalError("gex_Event_Wait: called from an AM handler (it may block)");
   }
-  while (!EventDone(event)) gex::api::WaitProgress(rt);
+  while (!EventDone("gex_Event_Wait", event)) gex::api::WaitProgress(rt);
 }
 
-int gex_Event_TestSome(gex_Event_t* events, size_t n, gex_Flags_t) {
-  Runtime& rt = RuntimeFor("gex_Event_TestSome");
+// The array forms; `call` names the C API call for messages.
+static int TestSome(const char* call, gex_Event_t* events, size_t n) {
+  Runtime& rt = RuntimeFor(call);
   rt.net->Poll();
   bool any = false;
   bool all_invalid = true;
   for (size_t i = 0; i < n; ++i) {
     if (events[i] == GEX_EVENT_INVALID) continue;
     all_invalid = false;
-    if (EventDone(events[i])) {
+    if (EventDone(call, events[i])) {
       events[i] = GEX_EVENT_INVALID;
       any = true;
     }
@@ -435,13 +442,13 @@ int gex_Event_TestSome(gex_Event_t* events, size_t n, gex_Flags_t) {
   return any || all_invalid ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
-int gex_Event_TestAll(gex_Event_t* events, size_t n, gex_Flags_t) {
-  Runtime& rt = RuntimeFor("gex_Event_TestAll");
+static int TestAll(const char* call, gex_Event_t* events, size_t n) {
+  Runtime& rt = RuntimeFor(call);
   rt.net->Poll();
   bool all = true;
   for (size_t i = 0; i < n; ++i) {
     if (events[i] == GEX_EVENT_INVALID) continue;
-    if (EventDone(events[i])) {
+    if (EventDone(call, events[i])) {
       events[i] = GEX_EVENT_INVALID;
     } else {
       all = false;
@@ -450,16 +457,26 @@ int gex_Event_TestAll(gex_Event_t* events, size_t n, gex_Flags_t) {
   return all ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
-void gex_Event_WaitSome(gex_Event_t* events, size_t n, gex_Flags_t flags) {
-  Runtime& rt = RuntimeFor("gex_Event_WaitSome");
-  while (gex_Event_TestSome(events, n, flags) != GASNET_OK) {
+int gex_Event_TestSome(gex_Event_t* events, size_t n, gex_Flags_t) {
+  return TestSome("gex_Event_TestSome", events, n);
+}
+
+int gex_Event_TestAll(gex_Event_t* events, size_t n, gex_Flags_t) {
+  return TestAll("gex_Event_TestAll", events, n);
+}
+
+void gex_Event_WaitSome(gex_Event_t* events, size_t n, gex_Flags_t) {
+  static constexpr char kCall[] = "gex_Event_WaitSome";
+  Runtime& rt = RuntimeFor(kCall);
+  while (TestSome(kCall, events, n) != GASNET_OK) {
     gex::api::WaitProgress(rt);
   }
 }
 
-void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t flags) {
-  Runtime& rt = RuntimeFor("gex_Event_WaitAll");
-  while (gex_Event_TestAll(events, n, flags) != GASNET_OK) {
+void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t) {
+  static constexpr char kCall[] = "gex_Event_WaitAll";
+  Runtime& rt = RuntimeFor(kCall);
+  while (TestAll(kCall, events, n) != GASNET_OK) {
     gex::api::WaitProgress(rt);
   }
 }

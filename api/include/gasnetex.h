@@ -14,7 +14,7 @@
  * fails to link instead of running unsafely.
  *
  * Valid as C11 and as C++. What this version implements is listed in the
- * README ("The C API"); RMA (gex_RMA_*) arrives with the RMA layer. */
+ * README ("The C API"). */
 #ifndef GASNETEX_H
 #define GASNETEX_H
 #define _GASNETEX_H 1
@@ -475,6 +475,93 @@ extern void gasnet_exit(int exitcode)
     __attribute__((noreturn))
 #endif
     ;
+
+/* ---------------------------------------------------------------------- */
+/* One-sided RMA: Put and Get, with explicit events (NB), implicit events
+ * (NBI) and access regions.
+ *
+ * The remote range (dest of a Put, src of a Get) must lie in the bound
+ * segment of rank `rank` (its owner's addresses); the local range need not
+ * be in any segment. nbytes 0 does nothing. Blocking and NBI calls return
+ * 0, NB calls an event; with GEX_FLAG_IMMEDIATE a call that would have to
+ * wait for resources may instead do nothing and return non-zero (NB:
+ * GEX_EVENT_NO_OP). A copy to or from a peer whose segment is mapped here
+ * (every peer on smp) is done before the call returns: NB calls then
+ * return GEX_EVENT_INVALID and never refuse an IMMEDIATE call.
+ *
+ * lc_opt (local completion of a Put's source): GEX_EVENT_NOW (complete on
+ * return), GEX_EVENT_DEFER (by the time the operation completes),
+ * GEX_EVENT_GROUP (NBI only: counted for gex_NBI_Test/Wait(GEX_EC_LC) or
+ * the enclosing access region's leaf), or, for NB calls, a pointer that
+ * receives a leaf event (GEX_EVENT_INVALID when already complete).
+ *
+ * Misuse is a fatal error naming the call: a rank outside the team, a
+ * remote range outside the peer's segment, nbytes that wraps an address,
+ * an lc_opt the call does not take, a call from an AM handler. */
+
+/* Event categories, for gex_NBI_Test/Wait masks and gex_Event_QueryLeaf. */
+typedef unsigned int gex_EC_t;
+#define GEX_EC_GET ((gex_EC_t)1u << 0)
+#define GEX_EC_PUT ((gex_EC_t)1u << 1)
+#define GEX_EC_AM ((gex_EC_t)1u << 2)
+#define GEX_EC_LC ((gex_EC_t)1u << 3)
+#define GEX_EC_RMW ((gex_EC_t)1u << 4)
+#define GEX_EC_ALL ((gex_EC_t)0x1fu)
+
+#define SIZEOF_GEX_RMA_VALUE_T 8
+
+extern int gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                               const void *src, size_t nbytes,
+                               gex_Flags_t flags);
+extern int gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                          const void *src, size_t nbytes, gex_Event_t *lc_opt,
+                          gex_Flags_t flags);
+extern gex_Event_t gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                                 const void *src, size_t nbytes,
+                                 gex_Event_t *lc_opt, gex_Flags_t flags);
+
+extern int gex_RMA_GetBlocking(gex_TM_t tm, void *dest, gex_Rank_t rank,
+                               void *src, size_t nbytes, gex_Flags_t flags);
+extern int gex_RMA_GetNBI(gex_TM_t tm, void *dest, gex_Rank_t rank, void *src,
+                          size_t nbytes, gex_Flags_t flags);
+extern gex_Event_t gex_RMA_GetNB(gex_TM_t tm, void *dest, gex_Rank_t rank,
+                                 void *src, size_t nbytes, gex_Flags_t flags);
+
+/* Value forms: nbytes (1 to SIZEOF_GEX_RMA_VALUE_T) bytes of `value`, as an
+ * unsigned integer of that width in memory; the Get returns the integer
+ * read. The value is copied at once, so they take no lc_opt. */
+extern gex_RMA_Value_t gex_RMA_GetBlockingVal(gex_TM_t tm, gex_Rank_t rank,
+                                              void *src, size_t nbytes,
+                                              gex_Flags_t flags);
+extern int gex_RMA_PutBlockingVal(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                                  gex_RMA_Value_t value, size_t nbytes,
+                                  gex_Flags_t flags);
+extern int gex_RMA_PutNBIVal(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                             gex_RMA_Value_t value, size_t nbytes,
+                             gex_Flags_t flags);
+extern gex_Event_t gex_RMA_PutNBVal(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                                    gex_RMA_Value_t value, size_t nbytes,
+                                    gex_Flags_t flags);
+
+/* Implicit-event operations of the calling thread, outside access regions:
+ * GASNET_OK when every one of the categories in event_mask has completed
+ * (Test), or once they have (Wait). */
+extern int gex_NBI_Test(gex_EC_t event_mask, gex_Flags_t flags);
+extern void gex_NBI_Wait(gex_EC_t event_mask, gex_Flags_t flags);
+
+/* An access region: the calling thread's NBI calls between Begin and End
+ * are covered by the event End returns (GEX_EVENT_INVALID when they have
+ * all completed already) instead of by gex_NBI_Test/Wait. Regions do not
+ * nest; End without Begin is an error. */
+extern void gex_NBI_BeginAccessRegion(gex_Flags_t flags);
+extern gex_Event_t gex_NBI_EndAccessRegion(gex_Flags_t flags);
+
+/* The leaf event of `root` for event_category (GEX_EC_LC: local completion
+ * of the Puts it covers). GEX_EVENT_INVALID for root GEX_EVENT_INVALID.
+ * The leaf lives until the root is synced and may be tested or waited any
+ * number of times before that. */
+extern gex_Event_t gex_Event_QueryLeaf(gex_Event_t root,
+                                       gex_EC_t event_category);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,453 @@
+// The RMA calls of gasnetex.h: Put and Get (blocking, NB, NBI and value
+// forms), NBI sync and access regions, and gex_Event_QueryLeaf, over the
+// rma/ engine; and the Transport that carries the engine's AM path over
+// the PSHM network.
+//
+// Hot path (a peer mapped here, the normal case on smp): the checks (a
+// handful of compares and one thread-local load), one translation and the
+// memcpy; no lock, no allocation, no event object (NB calls return
+// GEX_EVENT_INVALID). The AM path takes an Operation from the free list
+// for an NB call and counts NBI calls in the thread's counters or region.
+#include "api/rma.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "absl/base/optimization.h"
+#include "am/token.h"
+#include "api/event.h"
+#include "api/runtime.h"
+#include "base/env/settings.h"
+#include "base/fatal.h"
+#include "pshm/queue_layout.h"
+#include "rma/engine.h"
+#include "rma/event.h"
+#include "rma/nbi.h"
+
+namespace gex::api {
+namespace {
+
+static_assert(GEX_EC_GET == rma::kEcGet && GEX_EC_PUT == rma::kEcPut &&
+              GEX_EC_AM == rma::kEcAm && GEX_EC_LC == rma::kEcLc &&
+              GEX_EC_RMW == rma::kEcRmw && GEX_EC_ALL == rma::kEcAll);
+static_assert(sizeof(gex_RMA_Value_t) == SIZEOF_GEX_RMA_VALUE_T);
+static_assert(rma::Engine::kChunk <= pshm::kMaxMedium,
+              "an AM-path chunk must fit one Long or Medium");
+
+rma::Engine* g_engine = nullptr;
+
+// ---------------------------------------------------------------------------
+// The engine's Transport over the PSHM network.
+
+bool SendRequest(void* context, Rank rank, am::Category category,
+                 uint8_t handler, const uint32_t* args, unsigned nargs,
+                 const void* payload, size_t len, void* long_dest,
+                 bool immediate) {
+  Runtime& rt = *static_cast<Runtime*>(context);
+  void* local = nullptr;
+  if (category == am::Category::kLong && len != 0) {
+    // The engine checked the range against the peer's segment.
+    local = rt.supernode->Translate(
+        rank, reinterpret_cast<uintptr_t>(long_dest), len);
+  }
+  return rt.net->Send(pshm::Channel::kRequest,
+                      static_cast<uint32_t>(rt.supernode->LocalIndex(rank)),
+                      static_cast<pshm::Category>(category), handler, args,
+                      static_cast<uint8_t>(nargs), payload, len, local,
+                      reinterpret_cast<uint64_t>(long_dest),
+                      immediate) == pshm::SendStatus::kOk;
+}
+
+void SendReply(void* context, am::Token* token, am::Category category,
+               uint8_t handler, const uint32_t* args, unsigned nargs,
+               const void* payload, size_t len, void* long_dest) {
+  Runtime& rt = *static_cast<Runtime*>(context);
+  void* local = nullptr;
+  if (category == am::Category::kLong && len != 0) {
+    local = rt.supernode->Translate(
+        token->source, reinterpret_cast<uintptr_t>(long_dest), len);
+  }
+  token->replied = true;
+  rt.net->Send(pshm::Channel::kReply, token->source_index,
+               static_cast<pshm::Category>(category), handler, args,
+               static_cast<uint8_t>(nargs), payload, len, local,
+               reinterpret_cast<uint64_t>(long_dest), /*immediate=*/false);
+}
+
+void WaitRound(void* context) { WaitProgress(*static_cast<Runtime*>(context)); }
+
+// ---------------------------------------------------------------------------
+// Checks.
+
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadTm(const char* call, gex_TM_t tm) {
+  RuntimeFor(call);  // Fatal before gex_Client_Init.
+  FatalErrorF("%s: tm %p is not this client's team", call,
+              static_cast<void*>(tm));
+}
+
+inline rma::Engine& EngineFor(const char* call, gex_TM_t tm) {
+  rma::Engine* e = g_engine;
+  if (ABSL_PREDICT_FALSE(e == nullptr || tm != &g_runtime->tm)) {
+    BadTm(call, tm);
+  }
+  return *e;
+}
+
+inline bool IsEventPointer(gex_Event_t* lc_opt) {
+  return reinterpret_cast<uintptr_t>(lc_opt) >
+         reinterpret_cast<uintptr_t>(GEX_EVENT_GROUP);
+}
+
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadLcOpt(const char* call,
+                                                   gex_Event_t* lc_opt,
+                                                   bool nbi) {
+  FatalErrorF(
+      "%s: lc_opt %s is not valid here (use GEX_EVENT_NOW, GEX_EVENT_DEFER "
+      "or %s)",
+      call,
+      lc_opt == nullptr           ? "NULL"
+      : lc_opt == GEX_EVENT_GROUP ? "GEX_EVENT_GROUP"
+                                  : "(an event pointer)",
+      nbi ? "GEX_EVENT_GROUP" : "an event pointer");
+}
+
+// NB: NOW, DEFER or a pointer.
+inline void CheckNbLcOpt(const char* call, gex_Event_t* lc_opt) {
+  if (ABSL_PREDICT_FALSE(lc_opt == nullptr || lc_opt == GEX_EVENT_GROUP)) {
+    BadLcOpt(call, lc_opt, false);
+  }
+}
+// NBI: NOW, DEFER or GROUP.
+inline void CheckNbiLcOpt(const char* call, gex_Event_t* lc_opt) {
+  if (ABSL_PREDICT_FALSE(lc_opt == nullptr || IsEventPointer(lc_opt))) {
+    BadLcOpt(call, lc_opt, true);
+  }
+}
+
+inline void CheckValueSize(const char* call, size_t nbytes) {
+  if (ABSL_PREDICT_FALSE(nbytes == 0 || nbytes > sizeof(gex_RMA_Value_t))) {
+    FatalErrorF("%s: nbytes %zu is not between 1 and %zu", call, nbytes,
+                sizeof(gex_RMA_Value_t));
+  }
+}
+
+// The `nbytes` bytes of a value that are an unsigned integer of that width
+// in memory.
+inline unsigned char* ValueBytes(gex_RMA_Value_t* v, size_t nbytes) {
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return reinterpret_cast<unsigned char*>(v) + sizeof *v - nbytes;
+#else
+  (void)nbytes;
+  return reinterpret_cast<unsigned char*>(v);
+#endif
+}
+
+inline bool Immediate(gex_Flags_t flags) {
+  return (flags & GEX_FLAG_IMMEDIATE) != 0;
+}
+
+// ---------------------------------------------------------------------------
+// The AM-path halves, out of line.
+
+ABSL_ATTRIBUTE_NOINLINE int PutBlockingAm(rma::Engine& e, const char* call,
+                                          gex_Rank_t rank, void* dest,
+                                          const void* src, size_t nbytes,
+                                          gex_Flags_t flags) {
+  rma::Counter done;
+  if (e.PutAm(call, rank, dest, src, nbytes, Immediate(flags), done, nullptr) ==
+      rma::Issue::kWouldBlock) {
+    return 1;
+  }
+  e.Wait(call, done);
+  return GASNET_OK;
+}
+
+ABSL_ATTRIBUTE_NOINLINE int GetBlockingAm(rma::Engine& e, const char* call,
+                                          void* dest, gex_Rank_t rank,
+                                          const void* src, size_t nbytes,
+                                          gex_Flags_t flags) {
+  rma::Counter done;
+  if (e.GetAm(call, dest, rank, src, nbytes, Immediate(flags), done) ==
+      rma::Issue::kWouldBlock) {
+    return 1;
+  }
+  e.Wait(call, done);
+  return GASNET_OK;
+}
+
+ABSL_ATTRIBUTE_NOINLINE gex_Event_t PutNbAm(rma::Engine& e, const char* call,
+                                            gex_Rank_t rank, void* dest,
+                                            const void* src, size_t nbytes,
+                                            gex_Event_t* lc_opt,
+                                            gex_Flags_t flags) {
+  rma::Operation* op = rma::Operation::Allocate();
+  if (e.PutAm(call, rank, dest, src, nbytes, Immediate(flags), op->rc,
+              &op->lc) == rma::Issue::kWouldBlock) {
+    op->Release();
+    return GEX_EVENT_NO_OP;
+  }
+  if (lc_opt == GEX_EVENT_NOW) {
+    e.Wait(call, op->lc);
+  } else if (IsEventPointer(lc_opt)) {
+    *lc_opt = op->lc_leaf();
+  }
+  return op;
+}
+
+ABSL_ATTRIBUTE_NOINLINE gex_Event_t GetNbAm(rma::Engine& e, const char* call,
+                                            void* dest, gex_Rank_t rank,
+                                            const void* src, size_t nbytes,
+                                            gex_Flags_t flags) {
+  rma::Operation* op = rma::Operation::Allocate();
+  if (e.GetAm(call, dest, rank, src, nbytes, Immediate(flags), op->rc) ==
+      rma::Issue::kWouldBlock) {
+    op->Release();
+    return GEX_EVENT_NO_OP;
+  }
+  return op;
+}
+
+ABSL_ATTRIBUTE_NOINLINE int PutNbiAm(rma::Engine& e, const char* call,
+                                     gex_Rank_t rank, void* dest,
+                                     const void* src, size_t nbytes,
+                                     gex_Event_t* lc_opt, gex_Flags_t flags) {
+  rma::Nbi& nbi = rma::Nbi::Mine();
+  rma::Counter* lc = lc_opt == GEX_EVENT_GROUP ? &nbi.lc() : nullptr;
+  if (e.PutAm(call, rank, dest, src, nbytes, Immediate(flags), nbi.put(), lc) ==
+      rma::Issue::kWouldBlock) {
+    return 1;
+  }
+  return GASNET_OK;
+}
+
+ABSL_ATTRIBUTE_NOINLINE int GetNbiAm(rma::Engine& e, const char* call,
+                                     void* dest, gex_Rank_t rank,
+                                     const void* src, size_t nbytes,
+                                     gex_Flags_t flags) {
+  if (e.GetAm(call, dest, rank, src, nbytes, Immediate(flags),
+              rma::Nbi::Mine().get()) == rma::Issue::kWouldBlock) {
+    return 1;
+  }
+  return GASNET_OK;
+}
+
+// The calls, shared by the plain and value forms.
+
+inline int PutBlocking(const char* call, gex_TM_t tm, gex_Rank_t rank,
+                       void* dest, const void* src, size_t nbytes,
+                       gex_Flags_t flags) {
+  rma::Engine& e = EngineFor(call, tm);
+  if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
+    return GASNET_OK;
+  }
+  return PutBlockingAm(e, call, rank, dest, src, nbytes, flags);
+}
+
+inline gex_Event_t PutNB(const char* call, gex_TM_t tm, gex_Rank_t rank,
+                         void* dest, const void* src, size_t nbytes,
+                         gex_Event_t* lc_opt, gex_Flags_t flags) {
+  rma::Engine& e = EngineFor(call, tm);
+  CheckNbLcOpt(call, lc_opt);
+  if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
+    if (IsEventPointer(lc_opt)) *lc_opt = GEX_EVENT_INVALID;
+    return GEX_EVENT_INVALID;
+  }
+  return PutNbAm(e, call, rank, dest, src, nbytes, lc_opt, flags);
+}
+
+inline int PutNBI(const char* call, gex_TM_t tm, gex_Rank_t rank, void* dest,
+                  const void* src, size_t nbytes, gex_Event_t* lc_opt,
+                  gex_Flags_t flags) {
+  rma::Engine& e = EngineFor(call, tm);
+  CheckNbiLcOpt(call, lc_opt);
+  if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
+    return GASNET_OK;
+  }
+  return PutNbiAm(e, call, rank, dest, src, nbytes, lc_opt, flags);
+}
+
+}  // namespace
+
+void BadEvent(const char* call, gex_Event_t e) {
+  FatalErrorF(
+      "%s: %p is not a live event (not an event, or one already synced "
+      "and released)",
+      call, static_cast<void*>(e));
+}
+
+void RmaInit(Runtime& rt) {
+  rma::Engine::Options options;
+  options.rank = rt.rank;
+  options.size = rt.size;
+  options.supernode = rt.supernode.get();
+  options.transport.context = &rt;
+  options.transport.request = &SendRequest;
+  options.transport.reply = &SendReply;
+  options.transport.wait = &WaitRound;
+  options.force_am = env::GetBool("GEX_RMA_FORCE_AM", false);
+  g_engine = new rma::Engine(options, rt.handlers);  // Lives until exit.
+}
+
+}  // namespace gex::api
+
+using gex::api::EngineFor;
+
+extern "C" {
+
+int gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                        const void* src, size_t nbytes, gex_Flags_t flags) {
+  return gex::api::PutBlocking("gex_RMA_PutBlocking", tm, rank, dest, src,
+                               nbytes, flags);
+}
+
+gex_Event_t gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                          const void* src, size_t nbytes, gex_Event_t* lc_opt,
+                          gex_Flags_t flags) {
+  return gex::api::PutNB("gex_RMA_PutNB", tm, rank, dest, src, nbytes, lc_opt,
+                         flags);
+}
+
+int gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void* dest, const void* src,
+                   size_t nbytes, gex_Event_t* lc_opt, gex_Flags_t flags) {
+  return gex::api::PutNBI("gex_RMA_PutNBI", tm, rank, dest, src, nbytes, lc_opt,
+                          flags);
+}
+
+int gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
+                        size_t nbytes, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_GetBlocking";
+  gex::rma::Engine& e = EngineFor(kCall, tm);
+  if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
+    return GASNET_OK;
+  }
+  return gex::api::GetBlockingAm(e, kCall, dest, rank, src, nbytes, flags);
+}
+
+gex_Event_t gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
+                          size_t nbytes, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_GetNB";
+  gex::rma::Engine& e = EngineFor(kCall, tm);
+  if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
+    return GEX_EVENT_INVALID;
+  }
+  return gex::api::GetNbAm(e, kCall, dest, rank, src, nbytes, flags);
+}
+
+int gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
+                   size_t nbytes, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_GetNBI";
+  gex::rma::Engine& e = EngineFor(kCall, tm);
+  if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
+    return GASNET_OK;
+  }
+  return gex::api::GetNbiAm(e, kCall, dest, rank, src, nbytes, flags);
+}
+
+gex_RMA_Value_t gex_RMA_GetBlockingVal(gex_TM_t tm, gex_Rank_t rank, void* src,
+                                       size_t nbytes, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_GetBlockingVal";
+  gex::rma::Engine& e = EngineFor(kCall, tm);
+  gex::api::CheckValueSize(kCall, nbytes);
+  gex_RMA_Value_t value = 0;
+  unsigned char* dest = gex::api::ValueBytes(&value, nbytes);
+  if (!e.GetDirect(kCall, dest, rank, src, nbytes)) {
+    // No "no op" result to give: IMMEDIATE does not apply.
+    gex::api::GetBlockingAm(e, kCall, dest, rank, src, nbytes,
+                            flags & ~GEX_FLAG_IMMEDIATE);
+  }
+  return value;
+}
+
+int gex_RMA_PutBlockingVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                           gex_RMA_Value_t value, size_t nbytes,
+                           gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_PutBlockingVal";
+  gex::api::CheckValueSize(kCall, nbytes);
+  return gex::api::PutBlocking(kCall, tm, rank, dest,
+                               gex::api::ValueBytes(&value, nbytes), nbytes,
+                               flags);
+}
+
+// The value is copied before these return (every path copies the source
+// at injection), so the stack copy may go.
+int gex_RMA_PutNBIVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                      gex_RMA_Value_t value, size_t nbytes, gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_PutNBIVal";
+  gex::api::CheckValueSize(kCall, nbytes);
+  return gex::api::PutNBI(kCall, tm, rank, dest,
+                          gex::api::ValueBytes(&value, nbytes), nbytes,
+                          GEX_EVENT_NOW, flags);
+}
+
+gex_Event_t gex_RMA_PutNBVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                             gex_RMA_Value_t value, size_t nbytes,
+                             gex_Flags_t flags) {
+  static constexpr char kCall[] = "gex_RMA_PutNBVal";
+  gex::api::CheckValueSize(kCall, nbytes);
+  return gex::api::PutNB(kCall, tm, rank, dest,
+                         gex::api::ValueBytes(&value, nbytes), nbytes,
+                         GEX_EVENT_NOW, flags);
+}
+
+int gex_NBI_Test(gex_EC_t event_mask, gex_Flags_t) {
+  static constexpr char kCall[] = "gex_NBI_Test";
+  gex::api::Runtime& rt = gex::api::RuntimeFor(kCall);
+  if (ABSL_PREDICT_FALSE((event_mask & ~GEX_EC_ALL) != 0)) {
+    gex::FatalErrorF("%s: event_mask 0x%x has bits that are not GEX_EC_*",
+                     kCall, event_mask);
+  }
+  gex::rma::Nbi& nbi = gex::rma::Nbi::Mine();
+  if (nbi.Done(event_mask)) return GASNET_OK;
+  rt.net->Poll();
+  rt.barrier.Progress();
+  return nbi.Done(event_mask) ? GASNET_OK : GASNET_ERR_NOT_READY;
+}
+
+void gex_NBI_Wait(gex_EC_t event_mask, gex_Flags_t) {
+  static constexpr char kCall[] = "gex_NBI_Wait";
+  gex::api::Runtime& rt = gex::api::RuntimeFor(kCall);
+  if (ABSL_PREDICT_FALSE((event_mask & ~GEX_EC_ALL) != 0)) {
+    gex::FatalErrorF("%s: event_mask 0x%x has bits that are not GEX_EC_*",
+                     kCall, event_mask);
+  }
+  gex::rma::Nbi& nbi = gex::rma::Nbi::Mine();
+  if (nbi.Done(event_mask)) return;
+  if (gex::am::HandlerContext::InHandler()) {
+    gex::FatalErrorF("%s: called from an AM handler (it may block)", kCall);
+  }
+  while (!nbi.Done(event_mask)) gex::api::WaitProgress(rt);
+}
+
+void gex_NBI_BeginAccessRegion(gex_Flags_t) {
+  static constexpr char kCall[] = "gex_NBI_BeginAccessRegion";
+  gex::api::RuntimeFor(kCall);
+  gex::rma::Nbi::Mine().Begin(kCall);
+}
+
+gex_Event_t gex_NBI_EndAccessRegion(gex_Flags_t) {
+  static constexpr char kCall[] = "gex_NBI_EndAccessRegion";
+  gex::api::RuntimeFor(kCall);
+  gex::rma::Operation* op = gex::rma::Nbi::Mine().End(kCall);
+  return op != nullptr ? op : GEX_EVENT_INVALID;
+}
+
+gex_Event_t gex_Event_QueryLeaf(gex_Event_t root, gex_EC_t event_category) {
+  static constexpr char kCall[] = "gex_Event_QueryLeaf";
+  if (root == GEX_EVENT_INVALID) return GEX_EVENT_INVALID;
+  if (root == GEX_EVENT_NO_OP) gex::api::BadEvent(kCall, root);
+  gex::api::CheckLiveEvent(kCall, root);
+  if (!gex::rma::Operation::Is(root)) {
+    gex::FatalErrorF(
+        "%s: root %p is not the event of an RMA call or an access region "
+        "(only those have leaves)",
+        kCall, static_cast<void*>(root));
+  }
+  if (event_category != GEX_EC_LC) {
+    gex::FatalErrorF(
+        "%s: event_category 0x%x: only GEX_EC_LC (0x%x) leaves exist", kCall,
+        event_category, GEX_EC_LC);
+  }
+  return static_cast<gex::rma::Operation*>(root)->lc_leaf();
+}
+
+}  // extern "C"

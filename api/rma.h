@@ -1,0 +1,17 @@
+// The RMA calls of gasnetex.h (api/rma.cc): start-up hook.
+#ifndef GEX_API_RMA_H_
+#define GEX_API_RMA_H_
+
+namespace gex::api {
+
+class Runtime;
+
+// Creates the RMA engine over `rt`'s network and registers its internal
+// handlers (reads GEX_RMA_FORCE_AM). Called once by gex_Client_Init on
+// every rank, after the supernode is up and before any message can be
+// dispatched.
+void RmaInit(Runtime& rt);
+
+}  // namespace gex::api
+
+#endif  // GEX_API_RMA_H_
