@@ -47,12 +47,13 @@ run_check() {
 
 run_bazel_tests //...
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
-  //tests/pshm/... //am/... //api/... //tests/api/... //examples/...)
+  //tests/pshm/... //am/... //rma/... //api/... //tests/api/... //examples/...)
 run_bazel_tests --config=asan "${sanitized[@]}"
 run_bazel_tests --config=ubsan "${sanitized[@]}"
 # The lock-free queue's threaded tests and the PAR-mode client (threads
 # sending and polling concurrently), under ThreadSanitizer.
-run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test
+run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
+  //tests/api:rma_job_test //rma:event_test
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh
