@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench_job.h"
 #include "tools/gex_bench_options.h"
 
 namespace gex_bench {
@@ -533,61 +534,6 @@ bool WriteCsv(std::FILE* f, const std::vector<Row>& rows,
 
 // ---- set-up ----------------------------------------------------------------
 
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-  }
-  return cpus;
-}
-
-// Pins per Options::pin; returns a line for the header.
-std::string PinToCpu(Pin mode) {
-  const std::vector<int> cpus = AllowedCpus();
-  gex_RankInfo_t* info = nullptr;
-  gex_Rank_t host_ranks = 0;
-  gex_Rank_t host_index = 0;
-  gex_System_QueryHostInfo(&info, &host_ranks, &host_index);
-  if (cpus.empty()) return "pinning: off (no CPU list)";
-  const size_t ncpus = cpus.size();
-  g_job.polite = host_ranks > ncpus;
-  const bool pin =
-      mode == Pin::kOn || (mode == Pin::kAuto && host_ranks <= ncpus);
-  std::string cpu_list;
-  for (int c : cpus) {
-    cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
-  }
-  if (!pin) {
-    return "pinning: off (" + std::to_string(host_ranks) +
-           " ranks on this host, " + std::to_string(ncpus) + " CPUs {" +
-           cpu_list + "}" + (g_job.polite ? "; spins yield)" : ")");
-  }
-  const int cpu = cpus[host_index % ncpus];
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) {
-    std::fprintf(stderr, "gex_bench: rank %u: cannot pin to CPU %d: %s\n",
-                 g_job.me, cpu, std::strerror(errno));
-  }
-  return "pinning: host rank r on allowed CPU r % " + std::to_string(ncpus) +
-         " of {" + cpu_list + "}";
-}
-
-const char* ThreadMode() {
-#if defined(GASNET_PAR)
-  return "PAR";
-#elif defined(GASNET_PARSYNC)
-  return "PARSYNC";
-#else
-  return "SEQ";
-#endif
-}
-
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 // Sends this initiator's rows to rank 0, or (on rank 0) waits for every
@@ -674,7 +620,12 @@ int Main(int argc, char** argv) {
   const uint32_t pairs = g_job.size / 2;
   // Pin before the segment is touched, so its pages are placed near the
   // CPU that uses them.
-  const std::string pin_line = PinToCpu(opt.pin);
+  gex_RankInfo_t* host_info = nullptr;
+  gex_Rank_t host_ranks = 0;
+  gex_Rank_t host_index = 0;
+  gex_System_QueryHostInfo(&host_info, &host_ranks, &host_index);
+  const std::string pin_line = PinToCpu(opt.pin, host_ranks, host_index,
+                                        "gex_bench", g_job.me, &g_job.polite);
 
   // Every rank asks for the same segment; the limits are taken for any peer
   // (GEX_RANK_INVALID) so every rank walks the same list of sizes.

@@ -1,14 +1,10 @@
 #include "tools/gex_bench_options.h"
 
-#include <charconv>
 #include <cstdio>
 #include <string>
 
 namespace gex_bench {
 namespace {
-
-// Sizes of 16 KiB and below get the full iteration count.
-constexpr uint64_t kFullIterationsUpTo = 16 * 1024;
 
 struct TestInfo {
   Test test;
@@ -43,70 +39,6 @@ constexpr CategoryInfo kCategoryInfo[] = {
     {Category::kMedium, "medium"},
     {Category::kLong, "long"},
 };
-
-// A count: decimal digits only.
-bool ParseCount(std::string_view text, uint64_t* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-// A size: a count with an optional K, M or G suffix (powers of 1024).
-bool ParseSize(std::string_view text, uint64_t* out) {
-  uint64_t scale = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'k':
-      case 'K':
-        scale = uint64_t{1} << 10;
-        break;
-      case 'm':
-      case 'M':
-        scale = uint64_t{1} << 20;
-        break;
-      case 'g':
-      case 'G':
-        scale = uint64_t{1} << 30;
-        break;
-      default:
-        break;
-    }
-    if (scale != 1) text.remove_suffix(1);
-  }
-  uint64_t value = 0;
-  if (!ParseCount(text, &value)) return false;
-  if (value > UINT64_MAX / scale) return false;
-  *out = value * scale;
-  return true;
-}
-
-// Splits "a,b,c" and maps each name through `lookup`; an empty list or an
-// unknown name is an error naming it.
-template <typename T, typename Lookup>
-std::optional<std::string> ParseList(std::string_view option,
-                                     std::string_view text, Lookup lookup,
-                                     std::string_view known,
-                                     std::vector<T>* out) {
-  std::vector<T> result;
-  while (true) {
-    const size_t comma = text.find(',');
-    const std::string_view name = text.substr(0, comma);
-    std::optional<T> item = lookup(name);
-    if (!item) {
-      return std::string(option) + ": unknown name '" + std::string(name) +
-             "' (known: " + std::string(known) + ")";
-    }
-    // Each measurement once, in the order given.
-    bool seen = false;
-    for (const T& have : result) seen = seen || have == *item;
-    if (!seen) result.push_back(*item);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  *out = std::move(result);
-  return std::nullopt;
-}
 
 std::optional<Test> TestByName(std::string_view name) {
   for (const TestInfo& info : kTestInfo) {
@@ -161,34 +93,11 @@ bool IsPingPong(Test test) {
 std::optional<std::string> ParseOptions(int argc, const char* const* argv,
                                         Options* options) {
   Options result;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    // "--name=value" and "--name value" both work; short options take the
-    // value as the next argument.
-    std::string_view name = arg;
-    std::optional<std::string_view> inline_value;
-    if (arg.starts_with("--")) {
-      const size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        name = arg.substr(0, eq);
-        inline_value = arg.substr(eq + 1);
-      }
-    }
-    auto value = [&](std::string_view* out) -> std::optional<std::string> {
-      if (inline_value) {
-        *out = *inline_value;
-      } else if (i + 1 < argc) {
-        *out = argv[++i];
-      } else {
-        return std::string(name) + " needs a value";
-      }
-      return std::nullopt;
-    };
-    auto no_value = [&]() -> std::optional<std::string> {
-      if (inline_value) return std::string(name) + " takes no value";
-      return std::nullopt;
-    };
-
+  ArgReader args(argc, argv);
+  while (args.Next()) {
+    const std::string_view name = args.name();
+    auto value = [&](std::string_view* out) { return args.Value(out); };
+    auto no_value = [&]() { return args.NoValue(); };
     std::string_view text;
     if (name == "-h" || name == "--help") {
       if (auto error = no_value()) return error;
@@ -234,7 +143,7 @@ std::optional<std::string> ParseOptions(int argc, const char* const* argv,
       if (auto error = no_value()) return error;
       result.pin = Pin::kOff;
     } else {
-      return "unknown option '" + std::string(arg) + "'";
+      return "unknown option '" + std::string(args.arg()) + "'";
     }
   }
   *options = std::move(result);
@@ -283,14 +192,6 @@ std::vector<uint64_t> Sizes(Category category, uint64_t limit) {
   }
   if (sizes.back() != limit) sizes.push_back(limit);
   return sizes;
-}
-
-uint64_t ScaledIterations(uint64_t iterations, uint64_t size) {
-  if (size <= kFullIterationsUpTo || iterations == 0) return iterations;
-  const uint64_t divisor =
-      (size + kFullIterationsUpTo - 1) / kFullIterationsUpTo;
-  const uint64_t scaled = iterations / divisor;
-  return scaled == 0 ? 1 : scaled;
 }
 
 }  // namespace gex_bench

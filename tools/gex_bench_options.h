@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/bench_args.h"  // IWYU pragma: export
+
 namespace gex_bench {
 
 // The measurements, in the order a run makes them (GASNet's testam order).
@@ -38,8 +40,6 @@ std::string_view TestDescription(Test test);
 // Whether the test's us/op is a latency (one round trip at a time), the
 // figure compared with the cache-line baseline.
 bool IsPingPong(Test test);
-
-enum class Pin { kAuto, kOn, kOff };
 
 struct Options {
   uint64_t iterations = 10000;
@@ -69,11 +69,6 @@ std::string Usage(std::string_view program);
 // two (so the largest message the conduit takes is always measured). Short
 // messages carry no payload: {0}.
 std::vector<uint64_t> Sizes(Category category, uint64_t limit);
-
-// Iterations for one size: the full count up to 16 KiB, then fewer in
-// proportion, so the large sizes take about as long as 16 KiB does (at
-// least 1 when `iterations` is at least 1).
-uint64_t ScaledIterations(uint64_t iterations, uint64_t size);
 
 }  // namespace gex_bench
 
