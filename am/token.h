@@ -11,6 +11,13 @@
 
 #include "am/handler_table.h"
 
+// The calling thread's handler depth. It has a C name because
+// <gasnetex.h>'s inline RMA path reads it: the one check that path keeps
+// besides the segment bounds (am/token.cc defines it).
+extern "C" {
+extern __thread unsigned _gex_am_handler_depth;
+}
+
 namespace gex::am {
 
 struct Token {
@@ -27,18 +34,18 @@ struct Token {
 // wait) are reported. One thread-local counter, kept in every build.
 class HandlerContext {
  public:
-  static bool InHandler() { return depth_ != 0; }
+  static bool InHandler() { return _gex_am_handler_depth != 0; }
   static const Token* Current() { return current_; }
 
   // Marks the calling thread as running `token`'s handler while alive.
   class Scope {
    public:
     explicit Scope(const Token* token) : saved_(current_) {
-      ++depth_;
+      ++_gex_am_handler_depth;
       current_ = token;
     }
     ~Scope() {
-      --depth_;
+      --_gex_am_handler_depth;
       current_ = saved_;
     }
     Scope(const Scope&) = delete;
@@ -49,7 +56,6 @@ class HandlerContext {
   };
 
  private:
-  static inline thread_local unsigned depth_ = 0;
   static inline thread_local const Token* current_ = nullptr;
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "am/invoke.h"
 #include "am/token.h"
+#include "api/coll.h"
 #include "api/driver.h"
 #include "api/event.h"
 #include "api/rma.h"
@@ -95,6 +96,7 @@ Runtime& RuntimeFor(const char* call) {
 void WaitProgress(Runtime& rt) {
   rt.net->Poll();
   rt.barrier.Progress();
+  CollProgress();
   if (rt.polite) sched_yield();
 }
 
@@ -149,6 +151,7 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
   // Registers the RMA engine's internal handlers: before any message can
   // be dispatched (nothing polls before gex_Client_Init returns).
   RmaInit(*rt);
+  CollInit(*rt);
   rt->polite = rt->map->MyHostIsOversubscribed();
 
   for (Rank r : rt->map->my_host_members()) rt->host_ranks.push_back(r);
@@ -256,6 +259,7 @@ int gex_Segment_Attach(gex_Segment_t* segment_p, gex_TM_t tm,
   rt.segment.size = rt.supernode->segment(rt.rank).size;
   if (rt.segment.size == 0) rt.segment.addr = nullptr;
   rt.ep.segment = &rt.segment;
+  RmaSegmentsAttached(rt);
   *segment_p = &rt.segment;
   return GASNET_OK;
 }
@@ -396,6 +400,7 @@ int gasnet_AMPoll(void) {
   Runtime& rt = RuntimeFor("gasnet_AMPoll");
   rt.net->Poll();
   rt.barrier.Progress();
+  gex::api::CollProgress();
   return GASNET_OK;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "absl/base/optimization.h"
 #include "am/token.h"
@@ -35,6 +36,9 @@ static_assert(rma::Engine::kChunk <= pshm::kMaxMedium,
               "an AM-path chunk must fit one Long or Medium");
 
 rma::Engine* g_engine = nullptr;
+
+// What _gex_direct.peers points to, by job rank (lives until exit).
+std::vector<_gex_DirectPeer_t>* g_direct_peers = nullptr;
 
 // ---------------------------------------------------------------------------
 // The engine's Transport over the PSHM network.
@@ -288,33 +292,53 @@ void RmaInit(Runtime& rt) {
   g_engine = new rma::Engine(options, rt.handlers);  // Lives until exit.
 }
 
+void RmaSegmentsAttached(Runtime& rt) {
+  if (g_engine == nullptr || g_engine->force_am()) return;
+  auto* peers = new std::vector<_gex_DirectPeer_t>(rt.size);
+  for (Rank r = 0; r < rt.size; ++r) {
+    const pshm::Supernode::Segment s = rt.supernode->segment(r);
+    void* local =
+        s.size == 0 ? nullptr : rt.supernode->Translate(r, s.base, s.size);
+    if (local == nullptr) continue;  // Not mapped here: size stays 0.
+    (*peers)[r] = _gex_DirectPeer_t{
+        s.base, s.size, reinterpret_cast<uintptr_t>(local) - s.base};
+  }
+  delete g_direct_peers;
+  g_direct_peers = peers;
+  _gex_direct.peers = peers->data();
+  _gex_direct.tm = &rt.tm;
+  _gex_direct.size = rt.size;
+}
+
 }  // namespace gex::api
 
 using gex::api::EngineFor;
 
 extern "C" {
 
-int gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void* dest,
-                        const void* src, size_t nbytes, gex_Flags_t flags) {
+_gex_Direct_t _gex_direct = {GEX_TM_INVALID, 0, nullptr};
+
+int _gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                         const void* src, size_t nbytes, gex_Flags_t flags) {
   return gex::api::PutBlocking("gex_RMA_PutBlocking", tm, rank, dest, src,
                                nbytes, flags);
 }
 
-gex_Event_t gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void* dest,
-                          const void* src, size_t nbytes, gex_Event_t* lc_opt,
-                          gex_Flags_t flags) {
+gex_Event_t _gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void* dest,
+                           const void* src, size_t nbytes, gex_Event_t* lc_opt,
+                           gex_Flags_t flags) {
   return gex::api::PutNB("gex_RMA_PutNB", tm, rank, dest, src, nbytes, lc_opt,
                          flags);
 }
 
-int gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void* dest, const void* src,
-                   size_t nbytes, gex_Event_t* lc_opt, gex_Flags_t flags) {
+int _gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void* dest, const void* src,
+                    size_t nbytes, gex_Event_t* lc_opt, gex_Flags_t flags) {
   return gex::api::PutNBI("gex_RMA_PutNBI", tm, rank, dest, src, nbytes, lc_opt,
                           flags);
 }
 
-int gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
-                        size_t nbytes, gex_Flags_t flags) {
+int _gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
+                         size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetBlocking";
   gex::rma::Engine& e = EngineFor(kCall, tm);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
@@ -323,8 +347,8 @@ int gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
   return gex::api::GetBlockingAm(e, kCall, dest, rank, src, nbytes, flags);
 }
 
-gex_Event_t gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
-                          size_t nbytes, gex_Flags_t flags) {
+gex_Event_t _gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
+                           size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNB";
   gex::rma::Engine& e = EngineFor(kCall, tm);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
@@ -333,8 +357,8 @@ gex_Event_t gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
   return gex::api::GetNbAm(e, kCall, dest, rank, src, nbytes, flags);
 }
 
-int gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
-                   size_t nbytes, gex_Flags_t flags) {
+int _gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
+                    size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNBI";
   gex::rma::Engine& e = EngineFor(kCall, tm);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {

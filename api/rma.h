@@ -12,6 +12,11 @@ class Runtime;
 // dispatched.
 void RmaInit(Runtime& rt);
 
+// Publishes the segments mapped here for <gasnetex.h>'s inline Put/Get
+// path (_gex_direct), unless GEX_RMA_FORCE_AM is set. Called by
+// gex_Segment_Attach once every rank's segment is known, before it returns.
+void RmaSegmentsAttached(Runtime& rt);
+
 }  // namespace gex::api
 
 #endif  // GEX_API_RMA_H_

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------------- */
 /* Threading mode and conduit: defined by the conduit target (Bazel
@@ -510,22 +511,147 @@ typedef unsigned int gex_EC_t;
 
 #define SIZEOF_GEX_RMA_VALUE_T 8
 
-extern int gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void *dest,
-                               const void *src, size_t nbytes,
-                               gex_Flags_t flags);
-extern int gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void *dest,
-                          const void *src, size_t nbytes, gex_Event_t *lc_opt,
-                          gex_Flags_t flags);
-extern gex_Event_t gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void *dest,
-                                 const void *src, size_t nbytes,
-                                 gex_Event_t *lc_opt, gex_Flags_t flags);
+/* gex_RMA_Put{Blocking,NBI,NB} and gex_RMA_Get{Blocking,NBI,NB} are
+ * defined inline below: the copy to or from a peer mapped here is done in
+ * the caller, and everything else goes to these out-of-line calls (which
+ * check everything again and report misuse under the gex_ name). */
+extern int _gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                                const void *src, size_t nbytes,
+                                gex_Flags_t flags);
+extern int _gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                           const void *src, size_t nbytes, gex_Event_t *lc_opt,
+                           gex_Flags_t flags);
+extern gex_Event_t _gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                                  const void *src, size_t nbytes,
+                                  gex_Event_t *lc_opt, gex_Flags_t flags);
+extern int _gex_RMA_GetBlocking(gex_TM_t tm, void *dest, gex_Rank_t rank,
+                                void *src, size_t nbytes, gex_Flags_t flags);
+extern int _gex_RMA_GetNBI(gex_TM_t tm, void *dest, gex_Rank_t rank, void *src,
+                           size_t nbytes, gex_Flags_t flags);
+extern gex_Event_t _gex_RMA_GetNB(gex_TM_t tm, void *dest, gex_Rank_t rank,
+                                  void *src, size_t nbytes, gex_Flags_t flags);
 
-extern int gex_RMA_GetBlocking(gex_TM_t tm, void *dest, gex_Rank_t rank,
-                               void *src, size_t nbytes, gex_Flags_t flags);
-extern int gex_RMA_GetNBI(gex_TM_t tm, void *dest, gex_Rank_t rank, void *src,
-                          size_t nbytes, gex_Flags_t flags);
-extern gex_Event_t gex_RMA_GetNB(gex_TM_t tm, void *dest, gex_Rank_t rank,
-                                 void *src, size_t nbytes, gex_Flags_t flags);
+/* Internal, for the inline path (not part of the API). After
+ * gex_Segment_Attach, _gex_direct.peers[r] describes rank r's segment as
+ * mapped in this process: its owner's base address and size (0 when it is
+ * not mapped here, or when GEX_RMA_FORCE_AM is set) and the distance from
+ * the owner's addresses to ours. _gex_am_handler_depth is the calling
+ * thread's AM handler depth (RMA is not allowed in a handler). */
+typedef struct {
+  uintptr_t base;
+  uintptr_t size;
+  uintptr_t delta;
+} _gex_DirectPeer_t;
+typedef struct {
+  gex_TM_t tm;
+  gex_Rank_t size;
+  const _gex_DirectPeer_t *peers;
+} _gex_Direct_t;
+extern _gex_Direct_t _gex_direct;
+#if defined(__cplusplus)
+extern __thread unsigned _gex_am_handler_depth;
+#else
+extern _Thread_local unsigned _gex_am_handler_depth;
+#endif
+
+/* Where [remote, remote + nbytes) of rank's segment is mapped here, or NULL
+ * when the call must go out of line: not a mapped peer, a range not wholly
+ * in its segment, a local range that wraps, a handler calling, or a debug
+ * build (which checks every call in the library). */
+static inline void *_gex_RMA_DirectAddress(gex_TM_t tm, gex_Rank_t rank,
+                                           const void *remote,
+                                           const void *local, size_t nbytes) {
+#if defined(GASNET_DEBUG)
+  (void)tm;
+  (void)rank;
+  (void)remote;
+  (void)local;
+  (void)nbytes;
+  return NULL;
+#else
+  if (tm == _gex_direct.tm && rank < _gex_direct.size &&
+      (uintptr_t)local + nbytes >= (uintptr_t)local &&
+      _gex_am_handler_depth == 0) {
+    const _gex_DirectPeer_t *peer = &_gex_direct.peers[rank];
+    const uintptr_t offset = (uintptr_t)remote - peer->base;
+    if (offset < peer->size && nbytes <= peer->size - offset) {
+      return (void *)((uintptr_t)remote + peer->delta);
+    }
+  }
+  return NULL;
+#endif
+}
+
+static inline int gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank,
+                                      void *dest, const void *src,
+                                      size_t nbytes, gex_Flags_t flags) {
+  void *local_dest = _gex_RMA_DirectAddress(tm, rank, dest, src, nbytes);
+  if (local_dest != NULL) {
+    memcpy(local_dest, src, nbytes);
+    return 0;
+  }
+  return _gex_RMA_PutBlocking(tm, rank, dest, src, nbytes, flags);
+}
+
+static inline int gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void *dest,
+                                 const void *src, size_t nbytes,
+                                 gex_Event_t *lc_opt, gex_Flags_t flags) {
+  void *local_dest = _gex_RMA_DirectAddress(tm, rank, dest, src, nbytes);
+  /* NBI takes NOW, DEFER or GROUP (1..3); anything else is reported. */
+  if (local_dest != NULL && (uintptr_t)lc_opt - 1 <= 2) {
+    memcpy(local_dest, src, nbytes);
+    return 0;
+  }
+  return _gex_RMA_PutNBI(tm, rank, dest, src, nbytes, lc_opt, flags);
+}
+
+static inline gex_Event_t gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank,
+                                        void *dest, const void *src,
+                                        size_t nbytes, gex_Event_t *lc_opt,
+                                        gex_Flags_t flags) {
+  void *local_dest = _gex_RMA_DirectAddress(tm, rank, dest, src, nbytes);
+  /* NB takes NOW, DEFER or an event pointer (not NULL, not GROUP). */
+  if (local_dest != NULL && lc_opt != NULL && lc_opt != GEX_EVENT_GROUP) {
+    memcpy(local_dest, src, nbytes);
+    if (lc_opt != GEX_EVENT_NOW && lc_opt != GEX_EVENT_DEFER) {
+      *lc_opt = GEX_EVENT_INVALID;
+    }
+    return GEX_EVENT_INVALID;
+  }
+  return _gex_RMA_PutNB(tm, rank, dest, src, nbytes, lc_opt, flags);
+}
+
+static inline int gex_RMA_GetBlocking(gex_TM_t tm, void *dest,
+                                      gex_Rank_t rank, void *src,
+                                      size_t nbytes, gex_Flags_t flags) {
+  const void *local_src = _gex_RMA_DirectAddress(tm, rank, src, dest, nbytes);
+  if (local_src != NULL) {
+    memcpy(dest, local_src, nbytes);
+    return 0;
+  }
+  return _gex_RMA_GetBlocking(tm, dest, rank, src, nbytes, flags);
+}
+
+static inline int gex_RMA_GetNBI(gex_TM_t tm, void *dest, gex_Rank_t rank,
+                                 void *src, size_t nbytes, gex_Flags_t flags) {
+  const void *local_src = _gex_RMA_DirectAddress(tm, rank, src, dest, nbytes);
+  if (local_src != NULL) {
+    memcpy(dest, local_src, nbytes);
+    return 0;
+  }
+  return _gex_RMA_GetNBI(tm, dest, rank, src, nbytes, flags);
+}
+
+static inline gex_Event_t gex_RMA_GetNB(gex_TM_t tm, void *dest,
+                                        gex_Rank_t rank, void *src,
+                                        size_t nbytes, gex_Flags_t flags) {
+  const void *local_src = _gex_RMA_DirectAddress(tm, rank, src, dest, nbytes);
+  if (local_src != NULL) {
+    memcpy(dest, local_src, nbytes);
+    return GEX_EVENT_INVALID;
+  }
+  return _gex_RMA_GetNB(tm, dest, rank, src, nbytes, flags);
+}
 
 /* Value forms: nbytes (1 to SIZEOF_GEX_RMA_VALUE_T) bytes of `value`, as an
  * unsigned integer of that width in memory; the Get returns the integer
