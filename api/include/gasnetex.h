@@ -452,6 +452,99 @@ extern gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t flags);
 extern void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags);
 
 /* ---------------------------------------------------------------------- */
+/* Data types and operation codes (reductions; the atomics' codes are
+ * defined too so that clients may test for them). Every value is its own
+ * bit, so values combine with bitwise OR. */
+
+typedef uint32_t gex_DT_t;
+#define GEX_DT_I32 (1u << 0)  /* int32_t */
+#define GEX_DT_U32 (1u << 1)  /* uint32_t */
+#define GEX_DT_I64 (1u << 2)  /* int64_t */
+#define GEX_DT_U64 (1u << 3)  /* uint64_t */
+#define GEX_DT_FLT (1u << 4)  /* float */
+#define GEX_DT_DBL (1u << 5)  /* double */
+#define GEX_DT_USER (1u << 6) /* opaque bytes, reductions only */
+
+/* A non-fetching opcode in bits 0-11 and its fetching form 12 bits up. */
+typedef uint32_t gex_OP_t;
+#define GEX_OP_ADD (1u << 0)
+#define GEX_OP_MULT (1u << 1)
+#define GEX_OP_MIN (1u << 2)
+#define GEX_OP_MAX (1u << 3)
+#define GEX_OP_SUB (1u << 4)
+#define GEX_OP_INC (1u << 5)
+#define GEX_OP_DEC (1u << 6)
+#define GEX_OP_AND (1u << 7)
+#define GEX_OP_OR (1u << 8)
+#define GEX_OP_XOR (1u << 9)
+#define GEX_OP_SET (1u << 10)
+#define GEX_OP_CAS (1u << 11)
+#define GEX_OP_FADD (GEX_OP_ADD << 12)
+#define GEX_OP_FMULT (GEX_OP_MULT << 12)
+#define GEX_OP_FMIN (GEX_OP_MIN << 12)
+#define GEX_OP_FMAX (GEX_OP_MAX << 12)
+#define GEX_OP_FSUB (GEX_OP_SUB << 12)
+#define GEX_OP_FINC (GEX_OP_INC << 12)
+#define GEX_OP_FDEC (GEX_OP_DEC << 12)
+#define GEX_OP_FAND (GEX_OP_AND << 12)
+#define GEX_OP_FOR (GEX_OP_OR << 12)
+#define GEX_OP_FXOR (GEX_OP_XOR << 12)
+#define GEX_OP_SWAP (GEX_OP_SET << 12)
+#define GEX_OP_FCAS (GEX_OP_CAS << 12)
+#define GEX_OP_CSWAP GEX_OP_FCAS /* the deprecated name */
+#define GEX_OP_GET (1u << 24)
+#define GEX_OP_USER (1u << 25)    /* associative and commutative */
+#define GEX_OP_USER_NC (1u << 26) /* associative only: applied in rank order */
+#define GEX_OP_TO_FETCHING(op) ((gex_OP_t)((op) << 12))
+#define GEX_OP_TO_NONFETCHING(op) ((gex_OP_t)((op) >> 12))
+
+/* ---------------------------------------------------------------------- */
+/* Collectives over a team (the job team here). Each call is collective:
+ * every rank makes the same calls in the same order, with the same
+ * single-valued arguments (root, nbytes, dt, dt_sz, dt_cnt, op). Each
+ * returns a root event for gex_Event_Test/Wait (GEX_EVENT_INVALID when
+ * there is nothing to do: nbytes or dt_cnt 0). Several may be in flight
+ * and be completed in any order. src and dst may be any memory; src must
+ * stay unchanged, and dst unread, until the event completes. flags: none
+ * defined (pass 0).
+ *
+ * Misuse is a fatal error naming the call: a root outside the team, an
+ * unknown dt or op, an op the type does not take (AND/OR/XOR on FLT or DBL,
+ * a built-in op on GEX_DT_USER, a fetching or atomic-only op), dt_sz not
+ * the built-in type's size, dt_sz * dt_cnt overflowing or a buffer that
+ * wraps the address space, a NULL buffer that is needed, a call from an AM
+ * handler. */
+
+/* Combines `count` elements: arg2_and_out[i] = arg1[i] (+) arg2_and_out[i].
+ * arg1 holds the left operands. May be called on any thread, any number of
+ * times, with any count; it must not call GASNet. */
+typedef void (*gex_Coll_ReduceFn_t)(const void *arg1, void *arg2_and_out,
+                                    size_t count, const void *cdata);
+
+/* Copies nbytes from src on `root` to dst on every rank (the root copies
+ * src to dst unless they are equal; src is ignored elsewhere). */
+extern gex_Event_t gex_Coll_BroadcastNB(gex_TM_t tm, gex_Rank_t root,
+                                        void *dst, const void *src,
+                                        size_t nbytes, gex_Flags_t flags);
+/* dst[i] on `root` = src[i] of rank 0 (+) src[i] of rank 1 ... (+) rank N-1,
+ * for i < dt_cnt. dst is ignored elsewhere; src == dst is allowed on the
+ * root. With GEX_OP_USER/USER_NC, user_op(.., user_cdata) is the operator
+ * (USER_NC: applied strictly in rank order). */
+extern gex_Event_t gex_Coll_ReduceToOneNB(gex_TM_t tm, gex_Rank_t root,
+                                          void *dst, const void *src,
+                                          gex_DT_t dt, size_t dt_sz,
+                                          size_t dt_cnt, gex_OP_t op,
+                                          gex_Coll_ReduceFn_t user_op,
+                                          void *user_cdata, gex_Flags_t flags);
+/* The same result in dst on every rank (src == dst on all ranks or none). */
+extern gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void *dst,
+                                          const void *src, gex_DT_t dt,
+                                          size_t dt_sz, size_t dt_cnt,
+                                          gex_OP_t op,
+                                          gex_Coll_ReduceFn_t user_op,
+                                          void *user_cdata, gex_Flags_t flags);
+
+/* ---------------------------------------------------------------------- */
 /* Handler-safe locks: the only locks a handler may take. */
 
 typedef struct {

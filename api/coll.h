@@ -1,0 +1,146 @@
+// Data-movement and computational collectives over the job team
+// (gex_Coll_BroadcastNB, gex_Coll_ReduceToOneNB, gex_Coll_ReduceToAllNB)
+// as binomial trees over internal Medium Active Messages.
+//
+// Every call that has data (nbytes or dt_cnt not 0) takes the next number
+// of this rank's collective sequence; every rank numbers the same calls
+// the same way, and each message carries the full 32-bit number, so any
+// number of collectives may be in flight and complete in any order, and a
+// rank keeps what arrives for a collective it has not called yet.
+//
+// Broadcast: the tree is rooted at `root` (ranks relative to it); a rank
+// forwards to its children once it holds all the data. Reductions: each
+// rank combines its own operands with its children's results, lowest child
+// first, and sends the result to its parent. A child's subtree is the next
+// contiguous range of relative ranks, so with the tree rooted at rank 0 the
+// operator is applied in rank order: GEX_OP_USER_NC reduces to rank 0 and
+// rank 0 sends the result on to `root`; other operators reduce straight to
+// `root`. ReduceToAll reduces to rank 0 and broadcasts from there.
+// ceil(log2 N) rounds each way; payloads go in pieces of the largest
+// Medium.
+//
+// What was received and what remains to send live in per-collective
+// records from a free list (their buffers keep their capacity), and events
+// come from a free list, so steady-state calls allocate nothing. One mutex
+// guards the records (handlers run on any thread in PAR). Sends run outside
+// it (a send may poll, which runs handlers); combining runs under it (the
+// user's operator may not call GASNet, so it cannot come back here).
+#ifndef GEX_API_COLL_H_
+#define GEX_API_COLL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "api/event.h"
+#include "bootstrap/bootstrap.h"
+#include "gasnetex.h"
+
+namespace gex::api {
+
+class Runtime;
+
+class Collectives {
+ public:
+  enum class Kind : uint8_t { kBroadcast, kReduceToOne, kReduceToAll };
+
+  // What one rank passed to a call, after the API's checks. For a
+  // broadcast only root/dst/src/nbytes matter.
+  struct Call {
+    Kind kind = Kind::kBroadcast;
+    Rank root = 0;
+    void* dst = nullptr;
+    const void* src = nullptr;
+    size_t nbytes = 0;  // dt_sz * dt_cnt for a reduction; not 0.
+    gex_DT_t dt = 0;
+    size_t dt_sz = 0;
+    size_t dt_cnt = 0;
+    gex_OP_t op = 0;
+    gex_Coll_ReduceFn_t user_op = nullptr;
+    const void* user_cdata = nullptr;
+  };
+
+  Collectives() = default;
+  Collectives(const Collectives&) = delete;
+  Collectives& operator=(const Collectives&) = delete;
+  ~Collectives();
+
+  // Registers the internal handler. Called once at init on every rank.
+  void Init(Runtime* rt);
+
+  // Starts this rank's part of the next collective; returns its event.
+  gex_Event_t Start(const Call& call);
+  // Sends what can be sent, combines what has arrived, completes what is
+  // complete. One atomic load when nothing is in flight.
+  void Progress();
+
+  // For the handler: `n` bytes at `offset` of a `total`-byte message of
+  // collective `seq`. `tag`: kTagData, or kTagChild + k for the result of
+  // this rank's child k.
+  void Arrived(uint32_t seq, uint32_t tag, uint64_t offset, uint64_t total,
+               const void* data, size_t n);
+
+  static constexpr uint32_t kTagData = 0;
+  static constexpr uint32_t kTagChild = 1;
+  static constexpr unsigned kMaxChildren = 32;
+
+ private:
+  struct Event : gex_Event_opaque {
+    Collectives* owner = nullptr;
+    bool done = false;
+  };
+  struct Record {
+    uint32_t seq = 0;
+    bool started = false;  // This rank has made the call.
+    Call call;
+    Rank tree_root = 0;   // Of the reduction.
+    void* acc = nullptr;  // The running reduction (dst, src or scratch).
+    std::vector<unsigned char> scratch;
+    // Children's results (reductions), and data that arrived before the
+    // call (broadcast).
+    std::vector<unsigned char> child[kMaxChildren];
+    uint64_t child_got[kMaxChildren] = {};
+    uint32_t children = 0;  // Reduction children still to combine (bits).
+    std::vector<unsigned char> early;
+    uint64_t data_got = 0;
+    bool reduce_pending = false;   // To combine, then send up.
+    bool data_pending = false;     // To receive (kTagData).
+    bool forward_pending = false;  // To send down (or the result to root).
+    unsigned sends = 0;            // Sends under way, outside the lock.
+    Event* event = nullptr;
+  };
+  struct Send {
+    Record* record;
+    Rank peer;
+    uint32_t tag;
+    const void* data;
+  };
+
+  static bool TestEvent(gex_Event_opaque* e);
+  // Under mu_.
+  Record* Find(uint32_t seq);
+  Record* NewRecord(uint32_t seq);
+  size_t Advance(Send* sends, size_t max);
+  size_t AdvanceOne(Record& r, Send* sends, size_t max);
+  void Combine(Record& r, unsigned k);
+  void SendAll(const Send& s);
+
+  Runtime* rt_ = nullptr;
+  uint8_t handler_index_ = 0;
+  std::mutex mu_;
+  std::atomic<uint32_t> in_flight_{0};  // Records in active_.
+  uint32_t next_seq_ = 0;
+  std::vector<Record*> active_;
+  std::vector<Record*> free_records_;
+  std::vector<Event*> free_events_;
+};
+
+// The process's collectives (after CollInit).
+void CollInit(Runtime& rt);
+void CollProgress();
+
+}  // namespace gex::api
+
+#endif  // GEX_API_COLL_H_
