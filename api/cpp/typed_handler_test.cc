@@ -39,8 +39,8 @@ void Short2(gex::Token, uint32_t a, int16_t b) {
   ++g_seen.calls;
   g_seen.args = {a, b};
 }
-void Mixed(gex::Token, bool b, int8_t i8, uint8_t u8, int16_t i16,
-           uint16_t u16, int32_t i32, uint32_t u32, Color c) {
+void Mixed(gex::Token, bool b, int8_t i8, uint8_t u8, int16_t i16, uint16_t u16,
+           int32_t i32, uint32_t u32, Color c) {
   ++g_seen.calls;
   g_seen.args = {b, i8, u8, i16, u16, i32, u32, static_cast<long long>(c)};
 }
@@ -56,9 +56,9 @@ void Sixteen(gex::Token, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
              int32_t, int32_t, int32_t) {}
 
 // Not handlers.
-void Seventeen(gex::Token, int32_t, int32_t, int32_t, int32_t, int32_t,
+void Seventeen(gex::Token, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
                int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
-               int32_t, int32_t, int32_t, int32_t, int32_t) {}
+               int32_t, int32_t, int32_t, int32_t) {}
 void TakesInt64(gex::Token, int64_t) {}
 void TakesDouble(gex::Token, double) {}
 void TakesPointer(gex::Token, int*) {}
@@ -81,7 +81,7 @@ static_assert(gex::AmPayloadHandler<MutablePayload>);
 static_assert(!gex::AmShortHandler<Medium1>);
 static_assert(!gex::AmPayloadHandler<Short2>);
 
-static_assert(!gex::AmHandler<Seventeen>);  // more than 16 arguments
+static_assert(!gex::AmHandler<Seventeen>);   // more than 16 arguments
 static_assert(!gex::AmHandler<TakesInt64>);  // wider than an argument word
 static_assert(!gex::AmHandler<TakesDouble>);
 static_assert(!gex::AmHandler<TakesPointer>);
@@ -96,20 +96,22 @@ static_assert(!gex::AmHandler<RawTokenFirst>);
 // client would write.
 
 template <auto Fn, class... A>
-constexpr bool kCanRequestShort =
-    requires(gex::Team tm, A... a) { gex::request_short<Fn>(tm, 0u, a...); };
+constexpr bool kCanRequestShort = requires(gex::Team tm, A... a) {
+  gex::request_short<Fn>(tm, 0u, a...);
+};
 template <auto Fn, class... A>
-constexpr bool kCanReplyShort =
-    requires(gex::Token t, A... a) { gex::reply_short<Fn>(t, a...); };
+constexpr bool kCanReplyShort = requires(gex::Token t, A... a) {
+  gex::reply_short<Fn>(t, a...);
+};
 template <auto Fn, class P, class... A>
 constexpr bool kCanRequestMedium = requires(gex::Team tm, const P& p, A... a) {
   gex::request_medium<Fn>(tm, 0u, p, a...);
 };
 template <auto Fn, class P, class... A>
-constexpr bool kCanRequestLong =
-    requires(gex::Team tm, const P& p, void* d, A... a) {
-      gex::request_long<Fn>(tm, 0u, p, d, a...);
-    };
+constexpr bool kCanRequestLong = requires(gex::Team tm, const P& p, void* d,
+                                          A... a) {
+  gex::request_long<Fn>(tm, 0u, p, d, a...);
+};
 template <auto Fn, class P, class... A>
 constexpr bool kCanReplyMedium = requires(gex::Token t, const P& p, A... a) {
   gex::reply_medium<Fn>(t, p, a...);
@@ -124,10 +126,10 @@ TEST(TypedHandlerTest, MatchingSendsCompile) {
   // An int8_t widens to int16_t without loss.
   EXPECT_TRUE((kCanRequestShort<Short2, uint32_t, int8_t>));
   EXPECT_TRUE((kCanReplyShort<Short2, uint32_t, int16_t>));
-  EXPECT_TRUE((kCanRequestShort<Mixed, bool, int8_t, uint8_t, int16_t,
-                                uint16_t, int32_t, uint32_t, Color>));
-  EXPECT_TRUE((kCanRequestShort<Sixteen, int, int, int, int, int, int, int,
-                                int, int, int, int, int, int, int, int, int>));
+  EXPECT_TRUE((kCanRequestShort<Mixed, bool, int8_t, uint8_t, int16_t, uint16_t,
+                                int32_t, uint32_t, Color>));
+  EXPECT_TRUE((kCanRequestShort<Sixteen, int, int, int, int, int, int, int, int,
+                                int, int, int, int, int, int, int, int>));
   EXPECT_TRUE((kCanRequestMedium<Medium1, std::span<const std::byte>, int>));
   EXPECT_TRUE((kCanRequestMedium<Medium1, std::vector<double>, int32_t>));
   EXPECT_TRUE((kCanRequestMedium<Medium1, std::array<char, 3>, int32_t>));
@@ -163,13 +165,13 @@ TEST(TypedHandlerTest, WrongArgumentTypesDoNotCompile) {
   EXPECT_FALSE((kCanRequestShort<Short2, std::string, int16_t>));
   EXPECT_FALSE((kCanRequestShort<Short2, gex::Flags, int16_t>));
   // Enums only as themselves, and nothing but a bool for a bool.
-  EXPECT_FALSE((kCanRequestShort<Mixed, int, int8_t, uint8_t, int16_t,
-                                 uint16_t, int32_t, uint32_t, Color>));
+  EXPECT_FALSE((kCanRequestShort<Mixed, int, int8_t, uint8_t, int16_t, uint16_t,
+                                 int32_t, uint32_t, Color>));
   EXPECT_FALSE((kCanRequestShort<Mixed, bool, int8_t, uint8_t, int16_t,
                                  uint16_t, int32_t, uint32_t, int>));
   // Categories: no Medium to a Short handler, no Short to a payload one.
-  EXPECT_FALSE((kCanRequestMedium<Short2, std::vector<int>, uint32_t,
-                                  int16_t>));
+  EXPECT_FALSE(
+      (kCanRequestMedium<Short2, std::vector<int>, uint32_t, int16_t>));
   EXPECT_FALSE((kCanRequestShort<Medium1, int32_t>));
   EXPECT_FALSE((kCanRequestLong<Short0, std::vector<int>>));
   // A payload must be contiguous bytes of trivially copyable elements.
@@ -279,8 +281,9 @@ TEST(TypedHandlerTest, TrampolinesConvertEveryWordBack) {
 // The trampoline has exactly the C handler signature the library calls
 // through (am/invoke.h): token, [buf, nbytes,] one int32_t word per
 // argument.
-static_assert(std::is_same_v<decltype(Trampoline<Short2>()),
-                             void (*)(gex_Token_t, gex_AM_Arg_t, gex_AM_Arg_t)>);
+static_assert(
+    std::is_same_v<decltype(Trampoline<Short2>()),
+                   void (*)(gex_Token_t, gex_AM_Arg_t, gex_AM_Arg_t)>);
 static_assert(
     std::is_same_v<decltype(Trampoline<Medium1>()),
                    void (*)(gex_Token_t, void*, size_t, gex_AM_Arg_t)>);

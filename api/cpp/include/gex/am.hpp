@@ -2,8 +2,9 @@
 //
 // A handler is a plain function; its signature says what it takes:
 //
-//   void on_ping(gex::Token t, uint32_t seq, int16_t tag);              // Short
-//   void on_data(gex::Token t, std::span<const std::byte> p, int32_t k); // Medium/Long
+//   void on_ping(gex::Token t, uint32_t seq, int16_t tag);              //
+//   Short void on_data(gex::Token t, std::span<const std::byte> p, int32_t k);
+//   // Medium/Long
 //
 // Each argument after the token (and the payload) is an integer, bool or
 // enum type of at most 4 bytes (one gex_AM_Arg_t); at most 16 of them.
@@ -75,14 +76,14 @@ class Token {
 
 // A type one AM argument word carries.
 template <class T>
-concept AmArg = (std::is_integral_v<T> || std::is_enum_v<T>) &&
-                sizeof(T) <= sizeof(gex_AM_Arg_t) && !std::is_const_v<T> &&
-                !std::is_volatile_v<T>;
+concept AmArg = (std::is_integral_v<T> || std::is_enum_v<T>)&&sizeof(T) <=
+                    sizeof(gex_AM_Arg_t) &&
+                !std::is_const_v<T> && !std::is_volatile_v<T>;
 
 // The payload parameter of a Medium/Long handler.
 template <class T>
 concept AmPayloadParam = std::same_as<T, std::span<const std::byte>> ||
-                         std::same_as<T, std::span<std::byte>>;
+    std::same_as<T, std::span<std::byte>>;
 
 // A payload to send: any contiguous, sized range of trivially copyable
 // elements (a span, vector, array, string_view...), sent as its bytes.
@@ -93,11 +94,11 @@ concept AmPayload =
 
 // Whether an argument of type A may be sent for a parameter of type P.
 template <class A, class P>
-concept AmArgFor =
-    AmArg<P> && (std::same_as<A, P> ||
-                 (std::is_integral_v<A> && std::is_integral_v<P> &&
-                  !std::same_as<P, bool> &&
-                  (requires(A a) { P{a}; } || sizeof(A) == sizeof(P))));
+concept AmArgFor = AmArg<P> &&
+    (std::same_as<A, P> || (std::is_integral_v<A> && std::is_integral_v<P> &&
+                            !std::same_as<P, bool> && (requires(A a) {
+                              P{a};
+                            } || sizeof(A) == sizeof(P))));
 
 namespace detail {
 
@@ -153,14 +154,16 @@ struct HandlerSig<void (*)(Token, P...)> {
   }
 };
 template <class... P>
-struct HandlerSig<void (*)(Token, P...) noexcept> : HandlerSig<void (*)(Token, P...)> {};
+struct HandlerSig<void (*)(Token, P...) noexcept>
+    : HandlerSig<void (*)(Token, P...)> {};
 template <AmPayloadParam B, class... P>
 struct HandlerSig<void (*)(Token, B, P...)> {
   static constexpr int kKind = 2;
   using Args = ArgList<P...>;
   static constexpr bool kValid = Args::kValid;
   template <auto Fn>
-  static void Trampoline(gex_Token_t t, void* buf, std::size_t n, Word<P>... w) {
+  static void Trampoline(gex_Token_t t, void* buf, std::size_t n,
+                         Word<P>... w) {
     Fn(Token(t), B(static_cast<std::byte*>(buf), n), FromWord<P>(w)...);
   }
 };
@@ -204,9 +207,9 @@ struct Match<true, ArgList<P...>, A...>
 template <class Sig, class... A>
 struct Accepts : std::false_type {};
 template <class Sig, class... A>
-  requires Sig::kValid
-struct Accepts<Sig, A...>
-    : Match<sizeof...(A) == Sig::Args::kCount, typename Sig::Args, A...> {};
+requires Sig::kValid struct Accepts<Sig, A...>
+    : Match<sizeof...(A) == Sig::Args::kCount, typename Sig::Args, A...> {
+};
 }  // namespace detail
 
 template <auto Fn, class... Args>
@@ -215,8 +218,7 @@ concept AmSendable =
 
 // The index `Fn` was registered at (0 before registration).
 template <auto Fn>
-  requires AmHandler<Fn>
-gex_AM_Index_t handler_index() {
+requires AmHandler<Fn> gex_AM_Index_t handler_index() {
   return detail::g_index<Fn>;
 }
 
@@ -227,8 +229,11 @@ gex_AM_Entry_t EntryFor(gex_AM_Index_t index) {
   const gex_Flags_t category =
       Sig::kKind == 1 ? GEX_FLAG_AM_SHORT : GEX_FLAG_AM_MEDLONG;
   return gex_AM_Entry_t{
-      index, reinterpret_cast<gex_AM_Fn_t>(&Sig::template Trampoline<Fn>),
-      category | GEX_FLAG_AM_REQREP, Sig::Args::kCount, nullptr,
+      index,
+      reinterpret_cast<gex_AM_Fn_t>(&Sig::template Trampoline<Fn>),
+      category | GEX_FLAG_AM_REQREP,
+      Sig::Args::kCount,
+      nullptr,
       HandlerName<Fn>()};
 }
 }  // namespace detail
@@ -238,8 +243,7 @@ gex_AM_Entry_t EntryFor(gex_AM_Index_t index) {
 // (GASNET_ERR_BAD_ARG) when GASNet refuses, e.g. a handler registered
 // twice; then none is registered.
 template <auto... Fns>
-  requires(AmHandler<Fns> && ...)
-void register_handlers(Endpoint ep) {
+requires(AmHandler<Fns>&&...) void register_handlers(Endpoint ep) {
   gex_AM_Entry_t table[] = {detail::EntryFor<Fns>(0)...};
   detail::Check(gex_EP_RegisterHandlers(ep.c_handle(), table, sizeof...(Fns)),
                 "gex_EP_RegisterHandlers");
@@ -249,7 +253,7 @@ void register_handlers(Endpoint ep) {
 
 // Registers one handler at a fixed index (GEX_AM_INDEX_BASE..255).
 template <auto Fn>
-  requires AmHandler<Fn>
+requires AmHandler<Fn>
 void register_handler(Endpoint ep, gex_AM_Index_t index) {
   gex_AM_Entry_t entry = detail::EntryFor<Fn>(index);
   detail::Check(gex_EP_RegisterHandlers(ep.c_handle(), &entry, 1),
@@ -276,20 +280,20 @@ std::size_t PayloadBytes(const R& r) {
 }  // namespace detail
 
 template <auto Fn, class... A>
-  requires AmShortHandler<Fn> && AmSendable<Fn, A...>
+requires AmShortHandler<Fn> && AmSendable<Fn, A...>
 bool request_short(Flags f, Team tm, Rank r, A... args) {
   const auto w = detail::SigOf<Fn>::Args::Encode(args...);
   return _gex_AM_RequestShortV(tm.c_handle(), r, detail::g_index<Fn>, f.bits,
                                w.size(), w.data()) == 0;
 }
 template <auto Fn, class... A>
-  requires AmShortHandler<Fn> && AmSendable<Fn, A...>
+requires AmShortHandler<Fn> && AmSendable<Fn, A...>
 bool request_short(Team tm, Rank r, A... args) {
   return request_short<Fn>(Flags(), tm, r, args...);
 }
 
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool request_medium(Flags f, Team tm, Rank r, const P& payload, A... args) {
   const auto w = detail::SigOf<Fn>::Args::Encode(args...);
   return _gex_AM_RequestMediumV(tm.c_handle(), r, detail::g_index<Fn>,
@@ -298,14 +302,14 @@ bool request_medium(Flags f, Team tm, Rank r, const P& payload, A... args) {
                                 f.bits, w.size(), w.data()) == 0;
 }
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool request_medium(Team tm, Rank r, const P& payload, A... args) {
   return request_medium<Fn>(Flags(), tm, r, payload, args...);
 }
 
 // `dest`: where the payload lands in rank r's segment (its owner's address).
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool request_long(Flags f, Team tm, Rank r, const P& payload, void* dest,
                   A... args) {
   const auto w = detail::SigOf<Fn>::Args::Encode(args...);
@@ -315,27 +319,27 @@ bool request_long(Flags f, Team tm, Rank r, const P& payload, void* dest,
                               GEX_EVENT_NOW, f.bits, w.size(), w.data()) == 0;
 }
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool request_long(Team tm, Rank r, const P& payload, void* dest, A... args) {
   return request_long<Fn>(Flags(), tm, r, payload, dest, args...);
 }
 
 // Replies: from inside a Request handler, at most one per request.
 template <auto Fn, class... A>
-  requires AmShortHandler<Fn> && AmSendable<Fn, A...>
+requires AmShortHandler<Fn> && AmSendable<Fn, A...>
 bool reply_short(Flags f, Token t, A... args) {
   const auto w = detail::SigOf<Fn>::Args::Encode(args...);
   return _gex_AM_ReplyShortV(t.c_handle(), detail::g_index<Fn>, f.bits,
                              w.size(), w.data()) == 0;
 }
 template <auto Fn, class... A>
-  requires AmShortHandler<Fn> && AmSendable<Fn, A...>
+requires AmShortHandler<Fn> && AmSendable<Fn, A...>
 bool reply_short(Token t, A... args) {
   return reply_short<Fn>(Flags(), t, args...);
 }
 
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool reply_medium(Flags f, Token t, const P& payload, A... args) {
   const auto w = detail::SigOf<Fn>::Args::Encode(args...);
   return _gex_AM_ReplyMediumV(t.c_handle(), detail::g_index<Fn>,
@@ -344,13 +348,13 @@ bool reply_medium(Flags f, Token t, const P& payload, A... args) {
                               f.bits, w.size(), w.data()) == 0;
 }
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool reply_medium(Token t, const P& payload, A... args) {
   return reply_medium<Fn>(Flags(), t, payload, args...);
 }
 
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool reply_long(Flags f, Token t, const P& payload, void* dest, A... args) {
   const auto w = detail::SigOf<Fn>::Args::Encode(args...);
   return _gex_AM_ReplyLongV(t.c_handle(), detail::g_index<Fn>,
@@ -359,7 +363,7 @@ bool reply_long(Flags f, Token t, const P& payload, void* dest, A... args) {
                             f.bits, w.size(), w.data()) == 0;
 }
 template <auto Fn, AmPayload P, class... A>
-  requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
+requires AmPayloadHandler<Fn> && AmSendable<Fn, A...>
 bool reply_long(Token t, const P& payload, void* dest, A... args) {
   return reply_long<Fn>(Flags(), t, payload, dest, args...);
 }

@@ -135,9 +135,9 @@ class Client {
   // own arguments (the launcher's are removed).
   Client(int& argc, char**& argv, const char* name = "gex_cpp_client",
          Flags flags = {}) {
-    detail::Check(gex_Client_Init(&client_, &ep_, &tm_, name, &argc, &argv,
-                                  flags.bits),
-                  "gex_Client_Init");
+    detail::Check(
+        gex_Client_Init(&client_, &ep_, &tm_, name, &argc, &argv, flags.bits),
+        "gex_Client_Init");
   }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

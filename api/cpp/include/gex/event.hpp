@@ -110,9 +110,7 @@ class [[nodiscard]] Event {
   }
   // Known complete without a call: synced already, completed before the
   // call returned (GEX_EVENT_INVALID), or refused (GEX_EVENT_NO_OP).
-  bool done() const {
-    return h_ == GEX_EVENT_INVALID || h_ == GEX_EVENT_NO_OP;
-  }
+  bool done() const { return h_ == GEX_EVENT_INVALID || h_ == GEX_EVENT_NO_OP; }
   // An IMMEDIATE call that did nothing (GEX_EVENT_NO_OP).
   bool refused() const { return h_ == GEX_EVENT_NO_OP; }
 
@@ -183,8 +181,7 @@ void wait_all(E&... events) {
 // Returns how many of the Events are complete afterwards (at least one).
 template <class... E>
 std::size_t wait_some(E&... events) {
-  static_assert((std::same_as<E, Event> && ...),
-                "gex::wait_some takes Events");
+  static_assert((std::same_as<E, Event> && ...), "gex::wait_some takes Events");
   gex_Event_t handles[] = {events.h_...};
   gex_Event_WaitSome(handles, sizeof...(E), 0);
   std::size_t i = 0;
@@ -204,8 +201,7 @@ bool test_all(E&... events) {
 
 template <class... E>
 bool test_some(E&... events) {
-  static_assert((std::same_as<E, Event> && ...),
-                "gex::test_some takes Events");
+  static_assert((std::same_as<E, Event> && ...), "gex::test_some takes Events");
   gex_Event_t handles[] = {events.h_...};
   const bool some = gex_Event_TestSome(handles, sizeof...(E), 0) == GASNET_OK;
   std::size_t i = 0;

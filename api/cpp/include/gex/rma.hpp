@@ -13,8 +13,9 @@
 //   gex::Event g = gex::get_nb(team, dst_span, r, src);
 //   gex::get_nbi(team, dst_span, r, src);
 //   gex::nbi_wait(gex::ec::put | gex::ec::get);
-//   { gex::AccessRegion region; ...NBI calls...; gex::Event all = region.end(); }
-//   gex::put_val(team, r, dest_u32, 42u);  uint32_t v = gex::get_val(team, r, src_u32);
+//   { gex::AccessRegion region; ...NBI calls...; gex::Event all = region.end();
+//   } gex::put_val(team, r, dest_u32, 42u);  uint32_t v = gex::get_val(team, r,
+//   src_u32);
 //
 // Local completion of a Put's source (the lc argument) is a type, so the
 // options a form does not take fail to compile rather than at run time:
@@ -82,7 +83,8 @@ gex_RMA_Value_t ToValue(const T& v) {
   } else if constexpr (std::is_enum_v<T>) {
     return ToValue(static_cast<std::underlying_type_t<T>>(v));
   } else if constexpr (std::is_integral_v<T>) {
-    return static_cast<gex_RMA_Value_t>(static_cast<std::make_unsigned_t<T>>(v));
+    return static_cast<gex_RMA_Value_t>(
+        static_cast<std::make_unsigned_t<T>>(v));
   } else {
     static_assert(std::endian::native == std::endian::little,
                   "value forms of non-integral types assume little-endian");
@@ -143,8 +145,8 @@ Event put_nb(Team tm, Rank r, T* dest,
 // Non-blocking with implicit events: synced by nbi_wait/nbi_test or, inside
 // an AccessRegion, by the region's Event.
 template <Rmaable T, class Lc = lc::Defer>
-  requires std::same_as<Lc, lc::Now> || std::same_as<Lc, lc::Defer> ||
-           std::same_as<Lc, lc::Group>
+requires std::same_as<Lc, lc::Now> || std::same_as<Lc, lc::Defer> ||
+    std::same_as<Lc, lc::Group>
 bool put_nbi(Team tm, Rank r, T* dest,
              std::type_identity_t<std::span<const T>> src, Lc local = {},
              Flags f = {}) {
@@ -155,17 +157,16 @@ bool put_nbi(Team tm, Rank r, T* dest,
 // ---- Get --------------------------------------------------------------
 
 template <Rmaable T>
-bool get(Team tm, std::type_identity_t<std::span<T>> dest, Rank r,
-         const T* src, Flags f = {}) {
-  return gex_RMA_GetBlocking(tm.c_handle(), dest.data(), r,
-                             const_cast<T*>(src), dest.size_bytes(),
-                             f.bits) == 0;
+bool get(Team tm, std::type_identity_t<std::span<T>> dest, Rank r, const T* src,
+         Flags f = {}) {
+  return gex_RMA_GetBlocking(tm.c_handle(), dest.data(), r, const_cast<T*>(src),
+                             dest.size_bytes(), f.bits) == 0;
 }
 template <Rmaable T>
 Event get_nb(Team tm, std::type_identity_t<std::span<T>> dest, Rank r,
              const T* src, Flags f = {}) {
-  return Event(gex_RMA_GetNB(tm.c_handle(), dest.data(), r,
-                             const_cast<T*>(src), dest.size_bytes(), f.bits));
+  return Event(gex_RMA_GetNB(tm.c_handle(), dest.data(), r, const_cast<T*>(src),
+                             dest.size_bytes(), f.bits));
 }
 template <Rmaable T>
 bool get_nbi(Team tm, std::type_identity_t<std::span<T>> dest, Rank r,
@@ -179,9 +180,8 @@ bool get_nbi(Team tm, std::type_identity_t<std::span<T>> dest, Rank r,
 template <RmaValue T>
 bool put_val(Team tm, Rank r, T* dest, std::type_identity_t<T> value,
              Flags f = {}) {
-  return gex_RMA_PutBlockingVal(tm.c_handle(), r, dest,
-                                detail::ToValue(value), sizeof(T),
-                                f.bits) == 0;
+  return gex_RMA_PutBlockingVal(tm.c_handle(), r, dest, detail::ToValue(value),
+                                sizeof(T), f.bits) == 0;
 }
 template <RmaValue T>
 Event put_val_nb(Team tm, Rank r, T* dest, std::type_identity_t<T> value,

@@ -1,0 +1,156 @@
+// The C++ API (<gex/gex.hpp>) on the smp conduit, end to end: jobs of
+// cpp_client (SEQ) and cpp_par_client (PAR) started by gasnetrun_smp at 1,
+// 2, 4 and 8 ranks, each both ways: on the direct path and with
+// GEX_RMA_FORCE_AM=1 (every Put and Get over the Active Message engine, so
+// NB calls return real events). The clients check every byte and the guard
+// bytes around it, local completion, the Events each path returns and every
+// way of syncing them, and typed Active Messages with 0..16 arguments; see
+// cpp_client.cc's header for the modes.
+//
+// Under ThreadSanitizer (bazel test --config=tsan //tests/api:cpp_job_test)
+// only the PAR jobs run; each rank writes its reports to a file, and the
+// test fails on any report about process-private memory, and with one rank
+// on any report at all (as rma_job_test judges them: between processes
+// ThreadSanitizer cannot see the other side's synchronization).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/api/api_job.h"
+
+namespace gex::testing {
+namespace {
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kTsan = true;
+#else
+constexpr bool kTsan = false;
+#endif
+
+std::vector<std::string> PathEnv(bool force_am) {
+  return {force_am ? "GEX_RMA_FORCE_AM=1" : "GEX_RMA_FORCE_AM"};
+}
+
+std::string PathName(bool force_am) { return force_am ? "am" : "direct"; }
+
+class CppJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(CppJobTest, EveryByteArrivesAndEveryEventCompletes) {
+  if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
+  const auto& [mode, n, force_am] = GetParam();
+  const JobResult r = RunApiJob("cpp_client", n, {mode}, PathEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    if (mode == "forms") {
+      // 12 sizes x 2 buffer kinds x 8 Put and 4 Get forms.
+      EXPECT_EQ(Field(line, "puts"), 12 * 2 * 8) << line;
+      EXPECT_EQ(Field(line, "gets"), 12 * 2 * 4) << line;
+    } else if (mode == "events") {
+      // 30 rounds (3 x 10 orders) of 12; real events only on the AM path.
+      EXPECT_EQ(Field(line, "ops"), 30 * 12) << line;
+      EXPECT_EQ(Field(line, "real"), force_am ? 30 * 12 : 0) << line;
+    } else if (mode == "nbi") {
+      // 6 rounds x (12 outside + 12 region + 36 two regions + 12 closed by
+      // its destructor).
+      EXPECT_EQ(Field(line, "ops"), 6 * 72) << line;
+    } else if (mode == "am") {
+      // 2 passes x 17 arities x Short, Medium, Long.
+      EXPECT_EQ(Field(line, "requests"), 2 * 17 * 3) << line;
+      EXPECT_EQ(Field(line, "replies"), 2 * 17 * 3) << line;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesRanksPaths, CppJobTest,
+    ::testing::Combine(::testing::Values("forms", "events", "nbi", "values",
+                                         "am"),
+                       ::testing::Values(1, 2, 4, 8), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+                             std::get<1>(info.param),
+                             PathName(std::get<2>(info.param)));
+    });
+
+// ---------------------------------------------------------------------------
+// PAR: several threads per rank, each with its own events and regions.
+
+struct TsanReports {
+  std::vector<std::string> private_memory;
+  std::vector<std::string> shared_memory;
+};
+
+TsanReports ReadTsanReports(const std::string& dir) {
+  TsanReports out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("tsan", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string report;
+    for (const std::string& line : Lines(text.str())) {
+      if (absl::StrContains(line, "WARNING: ThreadSanitizer")) report.clear();
+      report += line + "\n";
+      if (!absl::StartsWith(line, "SUMMARY: ThreadSanitizer")) continue;
+      const bool shared = absl::StrContains(report, "  Location is ") &&
+                          absl::StrContains(report, "(GASNT");
+      (shared ? out.shared_memory : out.private_memory).push_back(report);
+      report.clear();
+    }
+  }
+  return out;
+}
+
+class CppParJobTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(CppParJobTest, ThreadsWithTheirOwnEventsAndRegions) {
+  const auto& [n, force_am] = GetParam();
+  std::vector<std::string> env = PathEnv(force_am);
+  const std::string tsan_dir = MakeTempDir("tsan");
+  if (kTsan) {
+    env.push_back(absl::StrFormat(
+        "TSAN_OPTIONS=halt_on_error=0:exitcode=0:second_deadlock_stack=1:"
+        "log_path=%s/tsan",
+        tsan_dir));
+  }
+  const int rounds = kTsan ? 3 : 8;
+  const JobResult r =
+      RunApiJob("cpp_par_client", n, {"par", std::to_string(rounds)}, env);
+  // Per thread and round: 3 x 6 operations, 4 blocking ones, 1 AM.
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "par ok")) {
+    EXPECT_EQ(Field(line, "ops"), 4LL * rounds * (3 * 6 + 4 + 1)) << line;
+  }
+  const TsanReports reports = ReadTsanReports(tsan_dir);
+  EXPECT_THAT(reports.private_memory, ::testing::IsEmpty())
+      << absl::StrJoin(reports.private_memory, "\n");
+  if (n == 1) {
+    EXPECT_THAT(reports.shared_memory, ::testing::IsEmpty())
+        << absl::StrJoin(reports.shared_memory, "\n");
+  } else if (!reports.shared_memory.empty()) {
+    std::cout << reports.shared_memory.size()
+              << " ThreadSanitizer reports about memory shared between "
+                 "processes (not judged with "
+              << n << " ranks)\n";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksPaths, CppParJobTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "n%d_%s", std::get<0>(info.param),
+                               PathName(std::get<1>(info.param)));
+                         });
+
+}  // namespace
+}  // namespace gex::testing
