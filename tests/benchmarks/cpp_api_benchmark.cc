@@ -22,6 +22,7 @@
 // After the table, one line per pair: "ratio <what>: C++/C = R". Times are
 // wall-clock per operation; see README.md here.
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -202,6 +203,10 @@ BENCHMARK(BM_AmMedium8_Cpp)->UseRealTime();
 // iteration (of the medians when there are repetitions).
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // Colours only on a terminal (a custom reporter does not see
+  // --benchmark_color).
+  RatioReporter()
+      : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_Defaults : OO_Tabular) {}
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {

@@ -11,7 +11,7 @@ fail() {
   failures=$((failures + 1))
 }
 
-out="$(GASNET_PSHM_NODES=2 "$bin" --benchmark_min_time=0.01 --benchmark_color=false 2>&1)"
+out="$(GASNET_PSHM_NODES=2 "$bin" --benchmark_min_time=0.01 2>&1)"
 rc=$?
 echo "$out"
 [[ $rc -eq 0 ]] || fail "the 2-rank job exited $rc"
