@@ -245,6 +245,27 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> medians_;  // with repetitions
 };
 
+// Pins this rank to the rank-th CPU it may run on, so that neither rank
+// migrates during a run (an unpinned pair moves between placements whose
+// round trips differ by several times, mid-run).
+void PinToOwnCpu(gex::Rank rank) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  const int count = CPU_COUNT(&allowed);
+  if (count < 2) return;
+  int seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (seen++ == static_cast<int>(rank) % count) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,6 +279,7 @@ int main(int argc, char** argv) {
                  g_team.size());
     gex::exit_job(2);
   }
+  PinToOwnCpu(g_team.rank());
   RegisterHandlers(client.endpoint());
   const gex::Segment seg(g_team, 1 << 16);
   g_peer_word = static_cast<uint64_t*>(g_team.bound_segment(kPeer).owner_addr);
@@ -274,7 +296,9 @@ int main(int argc, char** argv) {
     }
     gex::request_short<Done>(g_team, kPeer);
   } else {
-    gex::poll_until([] { return g_done.load(std::memory_order_acquire); });
+    // A plain spin: a polite wait (one that may yield) would put its own
+    // wake-up into every round trip.
+    while (!g_done.load(std::memory_order_acquire)) gex::poll();
   }
   g_team.barrier();
   gex::exit_job(rc);
