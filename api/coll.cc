@@ -365,6 +365,17 @@ size_t Collectives::AdvanceOne(Record& r, Send* sends, size_t max) {
   return count;
 }
 
+void Collectives::Retire(Record& r) {
+  // Buffers keep their memory for the next collective, up to a limit, so
+  // that one huge call does not pin its size for the rest of the job.
+  const auto trim = [](std::vector<unsigned char>& v) {
+    if (v.capacity() > kKeepBytes) std::vector<unsigned char>().swap(v);
+  };
+  trim(r.scratch);
+  trim(r.early);
+  for (std::vector<unsigned char>& v : r.child) trim(v);
+}
+
 size_t Collectives::Advance(Send* sends, size_t max) {
   size_t count = 0;
   for (size_t i = 0; i < active_.size();) {
@@ -378,6 +389,7 @@ size_t Collectives::Advance(Send* sends, size_t max) {
       r->event = nullptr;
       active_[i] = active_.back();
       active_.pop_back();
+      Retire(*r);
       free_records_.push_back(r);
       in_flight_.fetch_sub(1, std::memory_order_relaxed);
       continue;

@@ -20,11 +20,14 @@
 // Medium.
 //
 // What was received and what remains to send live in per-collective
-// records from a free list (their buffers keep their capacity), and events
-// come from a free list, so steady-state calls allocate nothing. One mutex
-// guards the records (handlers run on any thread in PAR). Sends run outside
-// it (a send may poll, which runs handlers); combining runs under it (the
-// user's operator may not call GASNet, so it cannot come back here).
+// records from a free list (their buffers keep their capacity, up to
+// kKeepBytes), and events come from a free list, so steady-state calls
+// allocate nothing. A rank forwards or combines a payload once all of it
+// has arrived: pieces are not pipelined through the tree (simpler, at a
+// latency cost for payloads of many pieces). One mutex guards the records
+// (handlers run on any thread in PAR). Sends run outside it (a send may
+// poll, which runs handlers); combining runs under it (the user's operator
+// may not call GASNet, so it cannot come back here).
 #ifndef GEX_API_COLL_H_
 #define GEX_API_COLL_H_
 
@@ -85,6 +88,8 @@ class Collectives {
   static constexpr uint32_t kTagData = 0;
   static constexpr uint32_t kTagChild = 1;
   static constexpr unsigned kMaxChildren = 32;
+  // A record's buffers keep at most this much memory between collectives.
+  static constexpr size_t kKeepBytes = size_t{4} << 20;
 
  private:
   struct Event : gex_Event_opaque {
@@ -125,6 +130,7 @@ class Collectives {
   size_t Advance(Send* sends, size_t max);
   size_t AdvanceOne(Record& r, Send* sends, size_t max);
   void Combine(Record& r, unsigned k);
+  void Retire(Record& r);
   void SendAll(const Send& s);
 
   Runtime* rt_ = nullptr;
