@@ -5,6 +5,8 @@
 #define TOOLS_BENCH_JOB_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,24 @@ namespace gex_bench {
 // run goes on unpinned.
 std::string PinToCpu(Pin mode, uint32_t host_ranks, uint32_t host_index,
                      std::string_view program, uint32_t me, bool* polite);
+
+// Where the command line leaves a benchmark before it measures. Every rank
+// parses the same arguments and reaches the same verdict; rank 0 (`leader`)
+// says why. Returns the code to end the job with (2 after printing
+// `parse_error` or when the job has fewer than 2 ranks, 0 after printing
+// the usage for `help`), or nullopt to go on. `usage` makes the -h text for
+// the program's name as invoked; `conduit` names gasnetrun_<conduit> in
+// the hint.
+std::optional<int> CommandLineVerdict(
+    std::string_view program, int argc, char** argv, bool leader,
+    uint32_t ranks, const std::optional<std::string>& parse_error, bool help,
+    std::string (*usage)(std::string_view), std::string_view conduit);
+
+// Opens `path` for the CSV before anything is measured, so a bad path
+// costs nothing: null for an empty path; on failure a message naming the
+// path (prefixed by `program`) and *failed set.
+std::FILE* OpenCsv(std::string_view program, const std::string& path,
+                   bool* failed);
 
 // The threading mode the client was built for. Inline: the mode macro is
 // the client's (set by the conduit target it links), not this library's.

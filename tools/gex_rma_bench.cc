@@ -285,43 +285,18 @@ int Main(int argc, char** argv) {
   const bool leader = g_job.me == 0;
 
   RmaOptions opt;
-  if (std::optional<std::string> error =
-          ParseRmaOptions(argc, const_cast<const char* const*>(argv), &opt)) {
-    if (leader) {
-      std::fprintf(stderr, "%s: %s\n(%s -h lists the options)\n", kProgram,
-                   error->c_str(), kProgram);
-    }
-    gasnet_exit(2);
+  const std::optional<std::string> parse_error =
+      ParseRmaOptions(argc, const_cast<const char* const*>(argv), &opt);
+  if (std::optional<int> code = CommandLineVerdict(
+          kProgram, argc, argv, leader, g_job.size, parse_error, opt.help,
+          &RmaUsage, GASNET_CONDUIT_NAME_STR_LC)) {
+    gasnet_exit(*code);
   }
-  if (opt.help) {
-    if (leader) {
-      const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
-      const char* name = slash != nullptr ? slash + 1
-                         : argc > 0       ? argv[0]
-                                          : kProgram;
-      std::fputs(RmaUsage(name).c_str(), stdout);
-    }
-    std::fflush(stdout);
-    gasnet_exit(0);
-  }
-  if (g_job.size < 2) {
-    if (leader) {
-      std::fprintf(stderr,
-                   "%s: needs at least 2 ranks (rank r measures with rank "
-                   "r^1), e.g. gasnetrun_%s -n 2 %s\n",
-                   kProgram, GASNET_CONDUIT_NAME_STR_LC, kProgram);
-    }
-    gasnet_exit(2);
-  }
-  std::FILE* csv = nullptr;
-  if (leader && !opt.csv_path.empty()) {
-    csv = std::fopen(opt.csv_path.c_str(), "w");
-    if (csv == nullptr) {
-      std::fprintf(stderr, "%s: --csv %s: %s\n", kProgram, opt.csv_path.c_str(),
-                   std::strerror(errno));
-      gasnet_exit(2);
-    }
-  }
+  // Rank 0 opens the CSV before measuring, so a bad path costs nothing.
+  bool csv_failed = false;
+  std::FILE* csv =
+      leader ? OpenCsv(kProgram, opt.csv_path, &csv_failed) : nullptr;
+  if (csv_failed) gasnet_exit(2);
 
   const gex_Rank_t peer = g_job.me ^ 1u;
   g_job.peer = peer < g_job.size ? peer : GEX_RANK_INVALID;
