@@ -41,6 +41,12 @@ constexpr ec operator|(ec a, ec b) {
 constexpr gex_EC_t to_c(ec e) { return static_cast<gex_EC_t>(e); }
 
 class Event;
+class Leaf;
+
+namespace detail {
+inline gex_Event_t* LcSlot(Leaf& leaf);
+inline gex_Event_t* Handles(std::span<Event> events);
+}  // namespace detail
 
 // A leaf event (gex_Event_QueryLeaf, or the lc_opt event of an NB Put): it
 // does not own anything. Valid until its root Event is synced; before that
@@ -60,12 +66,12 @@ class Leaf {
   friend constexpr bool operator==(Leaf, Leaf) = default;
 
  private:
-  friend gex_Event_t* LcSlot(Leaf& leaf);
+  friend gex_Event_t* detail::LcSlot(Leaf& leaf);
   gex_Event_t h_ = GEX_EVENT_INVALID;
 };
 
 // Where an NB call writes the leaf it returns through lc_opt.
-inline gex_Event_t* LcSlot(Leaf& leaf) { return &leaf.h_; }
+inline gex_Event_t* detail::LcSlot(Leaf& leaf) { return &leaf.h_; }
 
 // The root event of one non-blocking operation, owned: exactly one of
 // wait(), a successful test() or a wait/test over several events syncs it
@@ -126,7 +132,7 @@ class [[nodiscard]] Event {
   gex_Event_t release() { return std::exchange(h_, GEX_EVENT_INVALID); }
 
  private:
-  friend gex_Event_t* Handles(std::span<Event> events);
+  friend gex_Event_t* detail::Handles(std::span<Event> events);
   template <class... E>
   friend void wait_all(E&... events);
   template <class... E>
@@ -145,26 +151,28 @@ static_assert(std::is_standard_layout_v<Event>);
 // The C handles of a span of Events, in place (an Event is exactly one
 // gex_Event_t; the C array calls write GEX_EVENT_INVALID into the ones they
 // sync, which is what a synced Event holds).
-inline gex_Event_t* Handles(std::span<Event> events) {
+inline gex_Event_t* detail::Handles(std::span<Event> events) {
   return events.empty() ? nullptr : &events.front().h_;
 }
 
 // Over a span of Events.
 inline void wait_all(std::span<Event> events) {
-  gex_Event_WaitAll(Handles(events), events.size(), 0);
+  gex_Event_WaitAll(detail::Handles(events), events.size(), 0);
 }
 // Returns once at least one has completed (those are synced).
 inline void wait_some(std::span<Event> events) {
-  gex_Event_WaitSome(Handles(events), events.size(), 0);
+  gex_Event_WaitSome(detail::Handles(events), events.size(), 0);
 }
 // True when every one has completed (they are all synced then; on false,
 // the ones that completed are synced).
 inline bool test_all(std::span<Event> events) {
-  return gex_Event_TestAll(Handles(events), events.size(), 0) == GASNET_OK;
+  return gex_Event_TestAll(detail::Handles(events), events.size(), 0) ==
+         GASNET_OK;
 }
 // True when at least one has completed (those are synced).
 inline bool test_some(std::span<Event> events) {
-  return gex_Event_TestSome(Handles(events), events.size(), 0) == GASNET_OK;
+  return gex_Event_TestSome(detail::Handles(events), events.size(), 0) ==
+         GASNET_OK;
 }
 
 // Over Events named one by one: wait_all(put_ev, get_ev, region_ev).

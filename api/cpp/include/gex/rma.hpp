@@ -139,7 +139,7 @@ Event put_nb(Team tm, Rank r, T* dest,
              std::type_identity_t<std::span<const T>> src, Leaf& local,
              Flags f = {}) {
   return Event(gex_RMA_PutNB(tm.c_handle(), r, dest, src.data(),
-                             src.size_bytes(), LcSlot(local), f.bits));
+                             src.size_bytes(), detail::LcSlot(local), f.bits));
 }
 
 // Non-blocking with implicit events: synced by nbi_wait/nbi_test or, inside
