@@ -4,7 +4,9 @@
 
 #include "am/handler_table.h"
 #include "api/runtime.h"
+#include "base/env/settings.h"
 #include "base/fatal.h"
+#include "pshm/supernode.h"
 
 namespace gex::api {
 namespace {
@@ -44,7 +46,6 @@ Barrier::~Barrier() {
 void Barrier::Init(Runtime* rt) {
   rt_ = rt;
   rounds_ = 0;
-  while ((Rank{1} << rounds_) < rt->size) ++rounds_;
   am::Entry entry;
   entry.fn = reinterpret_cast<am::HandlerFn>(&BarrierHandler);
   entry.flags = am::kFlagShort | am::kFlagRequest;
@@ -53,6 +54,83 @@ void Barrier::Init(Runtime* rt) {
   const absl::Status s = rt->handlers.Register(&entry, 1, /*internal=*/true);
   if (!s.ok()) FatalErrorF("barrier: %s", s.message());
   handler_index_ = entry.index;
+}
+
+void Barrier::AttachShared() {
+  // The supernode's objects: the network (0), segments (1), this (2).
+  static constexpr uint32_t kBarrierSerial = 2;
+  Bootstrap& bootstrap = *rt_->bootstrap;
+  const pshm::Supernode& sn = *rt_->supernode;
+  members_ = static_cast<uint32_t>(sn.members().size());
+  my_index_ = sn.my_index();
+  const int64_t group =
+      env::GetInt("GEX_BARRIER_GROUP", 0, 0, int64_t{1} << 20);
+  group_size_ =
+      group == 0 || group > members_ ? members_ : static_cast<uint32_t>(group);
+  const uint32_t groups = (members_ + group_size_ - 1) / group_size_;
+  group_ = my_index_ / group_size_;
+  group_first_ = group_ * group_size_;
+  group_size_ = std::min(group_size_, members_ - group_first_);
+  leader_ = my_index_ == group_first_;
+  flags_per_slot_ = members_ + groups;
+
+  // The supernode's first rank creates the area; the others map it.
+  const size_t bytes = sizeof(Flag) * kSlots * flags_per_slot_;
+  const pshm::ObjectName name{sn.job_prefix(), sn.members()[0], kBarrierSerial};
+  int64_t my_id = 0;
+  if (my_index_ == 0) {
+    absl::StatusOr<pshm::SharedObject> created =
+        pshm::SharedObject::Create(name, bytes);
+    if (!created.ok()) {
+      FatalErrorF("barrier: %s", created.status().message());
+    }
+    object_ = *std::move(created);
+    my_id = object_.id();
+  }
+  std::vector<int64_t> ids(rt_->size);
+  bootstrap.Allgather(&my_id, sizeof my_id, ids.data());
+  if (my_index_ != 0) {
+    absl::StatusOr<pshm::SharedObject> mapped =
+        pshm::SharedObject::Map(name, ids[sn.members()[0]], bytes);
+    if (!mapped.ok()) FatalErrorF("barrier: %s", mapped.status().message());
+    object_ = *std::move(mapped);
+  }
+  area_ = static_cast<Flag*>(object_.address());
+  bootstrap.Barrier();  // Everyone has mapped it: the name can go.
+  if (my_index_ == 0) {
+    const absl::Status s = object_.RemoveName();
+    if (!s.ok()) FatalErrorF("barrier: %s", s.message());
+  }
+
+  // The leaders, in rank order.
+  const uint8_t lead = leader_ ? 1 : 0;
+  std::vector<uint8_t> leads(rt_->size);
+  bootstrap.Allgather(&lead, 1, leads.data());
+  leaders_.clear();
+  for (Rank r = 0; r < rt_->size; ++r) {
+    if (leads[r] == 0) continue;
+    if (r == rt_->rank) my_leader_ = static_cast<uint32_t>(leaders_.size());
+    leaders_.push_back(r);
+  }
+  rounds_ = 0;
+  while ((size_t{1} << rounds_) < leaders_.size()) ++rounds_;
+}
+
+void Barrier::Publish(Flag& f, uint32_t number, const Value& v) {
+  f.flags.store(
+      (v.anonymous ? kAnonymousBit : 0) | (v.mismatch ? kMismatchBit : 0),
+      std::memory_order_relaxed);
+  f.id.store(v.id, std::memory_order_relaxed);
+  f.number.store(number + 1, std::memory_order_release);
+}
+
+Barrier::Value Barrier::Read(const Flag& f) {
+  const int32_t flags = f.flags.load(std::memory_order_relaxed);
+  Value v;
+  v.anonymous = (flags & kAnonymousBit) != 0;
+  v.mismatch = (flags & kMismatchBit) != 0;
+  v.id = f.id.load(std::memory_order_relaxed);
+  return v;
 }
 
 gex_Event_t Barrier::Notify(int32_t id, bool anonymous, bool mismatch) {
@@ -75,9 +153,12 @@ gex_Event_t Barrier::Notify(int32_t id, bool anonymous, bool mismatch) {
   Instance& in = instances_[next_number_ % kSlots];
   in.active = true;
   in.number = next_number_++;
+  in.gathered = false;
   in.sent = 0;
   in.mine = Value{anonymous, mismatch, id};
   in.event = event;
+  if (!leader_)
+    Publish(ArriveFlag(in.number % kSlots, my_index_), in.number, in.mine);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   lock.unlock();
   Progress();
@@ -89,21 +170,49 @@ size_t Barrier::Advance(Send* sends, size_t max) {
   for (uint32_t number = oldest_incomplete_; number != next_number_; ++number) {
     Instance& in = instances_[number % kSlots];
     if (!in.active) continue;
-    while (in.sent < rounds_ && n < max) {
-      if (in.sent > 0) {
-        const Arrival& prev = in.arrivals[in.sent - 1];
-        if (!prev.arrived) break;
-        in.mine = Merge(in.mine, prev.value);
+    const unsigned slot = number % kSlots;
+    if (!leader_) {
+      // The leader publishes the outcome on the group's release flag.
+      const Flag& release = ReleaseFlag(slot);
+      if (release.number.load(std::memory_order_acquire) != number + 1) {
+        continue;
       }
-      sends[n++] = Send{in.number, in.sent++, in.mine};
+      in.mine = Read(release);
+    } else {
+      if (!in.gathered) {
+        bool all = true;
+        for (uint32_t m = group_first_ + 1; m < group_first_ + group_size_;
+             ++m) {
+          if (ArriveFlag(slot, m).number.load(std::memory_order_acquire) !=
+              number + 1) {
+            all = false;
+            break;
+          }
+        }
+        if (!all) continue;
+        for (uint32_t m = group_first_ + 1; m < group_first_ + group_size_;
+             ++m) {
+          in.mine = Merge(in.mine, Read(ArriveFlag(slot, m)));
+        }
+        in.gathered = true;
+      }
+      while (in.sent < rounds_ && n < max) {
+        if (in.sent > 0) {
+          const Arrival& prev = in.arrivals[in.sent - 1];
+          if (!prev.arrived) break;
+          in.mine = Merge(in.mine, prev.value);
+        }
+        sends[n++] = Send{in.number, in.sent++, in.mine};
+      }
+      if (in.sent != rounds_) continue;
+      if (rounds_ != 0) {
+        Arrival& last = in.arrivals[rounds_ - 1];
+        if (!last.arrived) continue;
+        in.mine = Merge(in.mine, last.value);
+      }
+      for (uint32_t r = 0; r < rounds_; ++r) in.arrivals[r].arrived = false;
+      if (group_size_ > 1) Publish(ReleaseFlag(slot), number, in.mine);
     }
-    if (in.sent != rounds_) continue;
-    if (rounds_ != 0) {
-      Arrival& last = in.arrivals[rounds_ - 1];
-      if (!last.arrived) continue;
-      in.mine = Merge(in.mine, last.value);
-    }
-    for (uint32_t r = 0; r < rounds_; ++r) in.arrivals[r].arrived = false;
     in.event->result = in.mine;
     in.event->done = true;
     in.event = nullptr;
@@ -135,7 +244,8 @@ void Barrier::Progress() {
 }
 
 void Barrier::SendRound(const Send& s) {
-  const Rank peer = (rt_->rank + (Rank{1} << s.round)) % rt_->size;
+  const Rank peer =
+      leaders_[(my_leader_ + (size_t{1} << s.round)) % leaders_.size()];
   const int32_t flags = (s.value.anonymous ? kAnonymousBit : 0) |
                         (s.value.mismatch ? kMismatchBit : 0);
   const uint32_t args[3] = {(s.number % kSlots) | (s.round << 8),

@@ -1,19 +1,28 @@
 // The job-wide barrier: split phase, with GASNet-1's optional names and
-// mismatch detection, as a dissemination barrier over internal Active
-// Messages (ceil(log2 N) rounds; in round k a rank tells rank + 2^k and
-// hears from rank - 2^k). Each message carries what its sender has
-// learned so far (named or not, the name, mismatch seen), and the merge is
+// mismatch detection, hierarchical. The ranks of a supernode are split into
+// groups (the whole supernode by default; GEX_BARRIER_GROUP=k makes groups
+// of k, 1 being a plain dissemination over all ranks, for tests). A rank
+// arrives on its own flag in its supernode's shared barrier area; the
+// group's first rank (its leader) gathers the group's flags, runs a
+// dissemination barrier with the other leaders over internal Active
+// Messages (ceil(log2 L) rounds for L leaders; in round k a leader tells
+// leader + 2^k and hears from leader - 2^k), then publishes the outcome on
+// the group's release flag. On smp (one supernode) the barrier is shared
+// memory only. Each message and flag carries what its sender has learned so
+// far (named or not, the name, mismatch seen), and the merge is
 // commutative, associative and idempotent, so after the last round every
 // rank knows whether any two ranks disagreed.
 //
 // Several barriers may be in flight at once (gex_Coll_BarrierNB may be
 // called again before the first completes, and they may be retired in any
 // order). Barriers are numbered in notify order; a rank has at most
-// kWindow of its own incomplete, and messages carry the number modulo
-// 2 * kWindow. That is enough: a peer can start barrier q only after
+// kWindow of its own incomplete; messages carry the number modulo
+// 2 * kWindow, and flags live in the slot of that number (and hold the
+// number itself). That is enough: a peer can start barrier q only after
 // completing q - kWindow, which needed this rank's notify of q - kWindow,
 // at which point this rank had completed q - 2 * kWindow, the last user of
-// q's slot.
+// q's slot (a flag of q - 2 * kWindow is read before that barrier
+// completes anywhere, so it is never overwritten unread).
 #ifndef GEX_API_BARRIER_H_
 #define GEX_API_BARRIER_H_
 
@@ -23,7 +32,9 @@
 #include <vector>
 
 #include "api/event.h"
+#include "bootstrap/bootstrap.h"
 #include "gasnetex.h"
+#include "pshm/shared_object.h"
 
 namespace gex::api {
 
@@ -48,6 +59,11 @@ class Barrier {
 
   // Registers the internal handler. Called once at init.
   void Init(Runtime* rt);
+  // Once the supernode is up (collective over the job; gex_Client_Init
+  // calls it before returning, so before any Notify): creates or maps the
+  // supernode's shared barrier area, forms the groups and finds the
+  // leaders (reads GEX_BARRIER_GROUP). A failure is fatal.
+  void AttachShared();
 
   // Starts this rank's part of the next barrier and returns its event,
   // which completes when every rank has notified it (gex_Event_Test/Wait,
@@ -81,8 +97,9 @@ class Barrier {
   struct Instance {
     bool active = false;
     uint32_t number = 0;
-    uint32_t sent = 0;  // Rounds sent.
-    Value mine;         // Merged so far.
+    bool gathered = false;  // Leader: the group's flags merged into mine.
+    uint32_t sent = 0;      // Rounds sent.
+    Value mine;             // Merged so far.
     Event* event = nullptr;
     Arrival arrivals[kMaxRounds];
   };
@@ -92,6 +109,24 @@ class Barrier {
     Value value;
   };
 
+  // One rank's flag in the shared area: the barrier number + 1 (0: none
+  // yet), written last with release order, and the value.
+  struct alignas(64) Flag {
+    std::atomic<uint32_t> number;
+    std::atomic<int32_t> flags;
+    std::atomic<int32_t> id;
+  };
+  static void Publish(Flag& f, uint32_t number, const Value& v);
+  static Value Read(const Flag& f);
+  // The flags of slot `slot`: arrivals by supernode index, releases by
+  // group.
+  Flag& ArriveFlag(unsigned slot, uint32_t index) const {
+    return area_[slot * flags_per_slot_ + index];
+  }
+  Flag& ReleaseFlag(unsigned slot) const {
+    return area_[slot * flags_per_slot_ + members_ + group_];
+  }
+
   static bool TestEvent(gex_Event_opaque* e);
   // Under mu_: the sends that have become possible (at most `max`), and
   // completes instances whose last round arrived.
@@ -100,7 +135,19 @@ class Barrier {
 
   Runtime* rt_ = nullptr;
   uint8_t handler_index_ = 0;
-  uint32_t rounds_ = 0;
+  uint32_t rounds_ = 0;  // Among the leaders.
+  // The shared area (kSlots x flags_per_slot_ flags) and this rank's place.
+  pshm::SharedObject object_ = pshm::SharedObject::Empty();
+  Flag* area_ = nullptr;
+  uint32_t members_ = 1;  // In the supernode.
+  uint32_t flags_per_slot_ = 2;
+  uint32_t my_index_ = 0;     // In the supernode.
+  uint32_t group_ = 0;        // Which group of the supernode.
+  uint32_t group_first_ = 0;  // Its leader's supernode index.
+  uint32_t group_size_ = 1;
+  bool leader_ = true;
+  std::vector<Rank> leaders_;  // Every group's leader, in rank order.
+  uint32_t my_leader_ = 0;     // This leader's place in leaders_.
   std::mutex mu_;  // PAR: handlers on other threads, concurrent progress.
   std::atomic<uint32_t> in_flight_{0};
   uint32_t next_number_ = 0;

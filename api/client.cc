@@ -152,6 +152,7 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
   // be dispatched (nothing polls before gex_Client_Init returns).
   RmaInit(*rt);
   CollInit(*rt);
+  rt->barrier.AttachShared();  // Collective: the supernode's barrier flags.
   rt->polite = rt->map->MyHostIsOversubscribed();
 
   for (Rank r : rt->map->my_host_members()) rt->host_ranks.push_back(r);
