@@ -93,10 +93,18 @@ Runtime& RuntimeFor(const char* call) {
   return *rt;
 }
 
-void WaitProgress(Runtime& rt) {
+void Progress(Runtime& rt) {
   rt.net->Poll();
-  rt.barrier.Progress();
-  CollProgress();
+  // Their progress sends Requests, which a handler must not (a Test call
+  // made from one only polls).
+  if (!am::HandlerContext::InHandler()) {
+    rt.barrier.Progress();
+    CollProgress();
+  }
+}
+
+void WaitProgress(Runtime& rt) {
+  Progress(rt);
   if (rt.polite) sched_yield();
 }
 
@@ -398,10 +406,7 @@ int gex_System_GetVerboseErrors(void) {
 // Progress and events.
 
 int gasnet_AMPoll(void) {
-  Runtime& rt = RuntimeFor("gasnet_AMPoll");
-  rt.net->Poll();
-  rt.barrier.Progress();
-  gex::api::CollProgress();
+  gex::api::Progress(RuntimeFor("gasnet_AMPoll"));
   return GASNET_OK;
 }
 
@@ -418,7 +423,7 @@ static bool EventDone(const char* call, gex_Event_t e) {
 int gex_Event_Test(gex_Event_t event) {
   Runtime& rt = RuntimeFor("gex_Event_Test");
   if (EventDone("gex_Event_Test", event)) return GASNET_OK;
-  rt.net->Poll();
+  Progress(rt);
   return EventDone("gex_Event_Test", event) ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
@@ -433,8 +438,7 @@ void gex_Event_Wait(gex_Event_t event) {
 
 // The array forms; `call` names the C API call for messages.
 static int TestSome(const char* call, gex_Event_t* events, size_t n) {
-  Runtime& rt = RuntimeFor(call);
-  rt.net->Poll();
+  Progress(RuntimeFor(call));
   bool any = false;
   bool all_invalid = true;
   for (size_t i = 0; i < n; ++i) {
@@ -449,8 +453,7 @@ static int TestSome(const char* call, gex_Event_t* events, size_t n) {
 }
 
 static int TestAll(const char* call, gex_Event_t* events, size_t n) {
-  Runtime& rt = RuntimeFor(call);
-  rt.net->Poll();
+  Progress(RuntimeFor(call));
   bool all = true;
   for (size_t i = 0; i < n; ++i) {
     if (events[i] == GEX_EVENT_INVALID) continue;

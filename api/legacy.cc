@@ -185,7 +185,7 @@ int gasnet_barrier_wait(int id, int flags) {
 int gasnet_barrier_try(int id, int flags) {
   static constexpr char kCall[] = "gasnet_barrier_try";
   Runtime& rt = RuntimeFor(kCall);
-  rt.net->Poll();
+  gex::api::Progress(rt);
   gex::api::Barrier::Value v;
   if (!rt.barrier.Finish(gex::api::PendingBarrier(kCall), &v)) {
     return GASNET_ERR_NOT_READY;

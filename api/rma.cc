@@ -422,8 +422,7 @@ int gex_NBI_Test(gex_EC_t event_mask, gex_Flags_t) {
   }
   gex::rma::Nbi& nbi = gex::rma::Nbi::Mine();
   if (nbi.Done(event_mask)) return GASNET_OK;
-  rt.net->Poll();
-  rt.barrier.Progress();
+  gex::api::Progress(rt);
   return nbi.Done(event_mask) ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 

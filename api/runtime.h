@@ -100,8 +100,14 @@ inline const char* SendCallName(am::Category category, bool request) {
   return kNames[request][static_cast<int>(category)];
 }
 
-// One round of waiting: poll the network (and the barrier), yielding the
-// CPU when polite.
+// One round of progress: poll the network, then let the barrier and the
+// collectives send what has become possible (each one atomic load when
+// nothing is in flight; not from inside a handler, where sending a
+// Request is not allowed). What every polling call (gasnet_AMPoll, the Test
+// calls) does.
+void Progress(Runtime& rt);
+
+// One round of waiting: Progress, yielding the CPU when polite.
 void WaitProgress(Runtime& rt);
 
 // Prints `message` (prefixed with the call) when verbose errors are on
