@@ -37,6 +37,12 @@ JobResult RunApiJob(const std::string& client, int n,
   return RunJob(spec);
 }
 
+std::vector<std::string> ForceAmEnv(bool force_am) {
+  return {force_am ? "GEX_RMA_FORCE_AM=1" : "GEX_RMA_FORCE_AM"};
+}
+
+std::string PathName(bool force_am) { return force_am ? "am" : "direct"; }
+
 std::string Describe(const JobResult& r) {
   std::string out = r.out;
   std::string err = r.err;

@@ -38,6 +38,12 @@ std::map<int, std::string> ExpectEveryRankOk(const JobResult& r, int n,
 // when `proc` is -1), no rank printed "survived", and nothing survived it.
 void ExpectFatal(const JobResult& r, int proc, const std::string& call);
 
+// The environment of an RMA job on the direct path (force_am false) or with
+// every Put and Get over Active Messages (GEX_RMA_FORCE_AM=1), and the
+// path's name for test names ("direct", "am").
+std::vector<std::string> ForceAmEnv(bool force_am);
+std::string PathName(bool force_am);
+
 // `mode` as a GoogleTest parameter name ('-' becomes '_').
 std::string TestName(std::string mode);
 

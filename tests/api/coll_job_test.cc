@@ -14,15 +14,10 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
+#include "tests/api/tsan_reports.h"
 
 namespace gex::testing {
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
 
 // The collectives each rank checks, by mode, in a job of n ranks.
 long long ExpectedColls(const std::string& mode, int n) {

@@ -12,31 +12,20 @@
 // test fails on any report about process-private memory, and with one rank
 // on any report at all (as rma_job_test judges them: between processes
 // ThreadSanitizer cannot see the other side's synchronization).
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
+#include "tests/api/tsan_reports.h"
 
 namespace gex::testing {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-
-std::vector<std::string> PathEnv(bool force_am) {
+std::vector<std::string> ForceAmEnv(bool force_am) {
   return {force_am ? "GEX_RMA_FORCE_AM=1" : "GEX_RMA_FORCE_AM"};
 }
 
@@ -48,7 +37,7 @@ class CppJobTest
 TEST_P(CppJobTest, EveryByteArrivesAndEveryEventCompletes) {
   if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
   const auto& [mode, n, force_am] = GetParam();
-  const JobResult r = RunApiJob("cpp_client", n, {mode}, PathEnv(force_am));
+  const JobResult r = RunApiJob("cpp_client", n, {mode}, ForceAmEnv(force_am));
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
     if (mode == "forms") {
       // 12 sizes x 2 buffer kinds x 8 Put and 4 Get forms.
@@ -84,44 +73,13 @@ INSTANTIATE_TEST_SUITE_P(
 // ---------------------------------------------------------------------------
 // PAR: several threads per rank, each with its own events and regions.
 
-struct TsanReports {
-  std::vector<std::string> private_memory;
-  std::vector<std::string> shared_memory;
-};
-
-TsanReports ReadTsanReports(const std::string& dir) {
-  TsanReports out;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().filename().string().rfind("tsan", 0) != 0) continue;
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string report;
-    for (const std::string& line : Lines(text.str())) {
-      if (absl::StrContains(line, "WARNING: ThreadSanitizer")) report.clear();
-      report += line + "\n";
-      if (!absl::StartsWith(line, "SUMMARY: ThreadSanitizer")) continue;
-      const bool shared = absl::StrContains(report, "  Location is ") &&
-                          absl::StrContains(report, "(GASNT");
-      (shared ? out.shared_memory : out.private_memory).push_back(report);
-      report.clear();
-    }
-  }
-  return out;
-}
-
 class CppParJobTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(CppParJobTest, ThreadsWithTheirOwnEventsAndRegions) {
   const auto& [n, force_am] = GetParam();
-  std::vector<std::string> env = PathEnv(force_am);
+  std::vector<std::string> env = ForceAmEnv(force_am);
   const std::string tsan_dir = MakeTempDir("tsan");
-  if (kTsan) {
-    env.push_back(absl::StrFormat(
-        "TSAN_OPTIONS=halt_on_error=0:exitcode=0:second_deadlock_stack=1:"
-        "log_path=%s/tsan",
-        tsan_dir));
-  }
+  for (std::string& v : TsanEnv(tsan_dir)) env.push_back(std::move(v));
   const int rounds = kTsan ? 3 : 8;
   const JobResult r =
       RunApiJob("cpp_par_client", n, {"par", std::to_string(rounds)}, env);
@@ -129,18 +87,7 @@ TEST_P(CppParJobTest, ThreadsWithTheirOwnEventsAndRegions) {
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "par ok")) {
     EXPECT_EQ(Field(line, "ops"), 4LL * rounds * (3 * 6 + 4 + 1)) << line;
   }
-  const TsanReports reports = ReadTsanReports(tsan_dir);
-  EXPECT_THAT(reports.private_memory, ::testing::IsEmpty())
-      << absl::StrJoin(reports.private_memory, "\n");
-  if (n == 1) {
-    EXPECT_THAT(reports.shared_memory, ::testing::IsEmpty())
-        << absl::StrJoin(reports.shared_memory, "\n");
-  } else if (!reports.shared_memory.empty()) {
-    std::cout << reports.shared_memory.size()
-              << " ThreadSanitizer reports about memory shared between "
-                 "processes (not judged with "
-              << n << " ranks)\n";
-  }
+  ExpectNoTsanReports(tsan_dir, n);
 }
 
 INSTANTIATE_TEST_SUITE_P(RanksPaths, CppParJobTest,
