@@ -662,9 +662,11 @@ static inline void *_gex_RMA_DirectAddress(gex_TM_t tm, gex_Rank_t rank,
   (void)nbytes;
   return NULL;
 #else
+  /* The local range cannot wrap once nbytes fits in a segment (far below
+   * 2^63) and local lies in the lower half of the address space, where
+   * every user mapping is: a sign test instead of an add and a compare. */
   if (tm == _gex_direct.tm && rank < _gex_direct.size &&
-      (uintptr_t)local + nbytes >= (uintptr_t)local &&
-      _gex_am_handler_depth == 0) {
+      (intptr_t)(uintptr_t)local >= 0 && _gex_am_handler_depth == 0) {
     const _gex_DirectPeer_t *peer = &_gex_direct.peers[rank];
     const uintptr_t offset = (uintptr_t)remote - peer->base;
     if (offset < peer->size && nbytes <= peer->size - offset) {
