@@ -578,6 +578,9 @@ int Main(int argc, char** argv) {
   if (std::optional<int> code = CommandLineVerdict(
           "gex_bench", argc, argv, leader, g_job.size, parse_error, opt.help,
           &Usage, GASNET_CONDUIT_NAME_STR_LC)) {
+    // Rank 0 has said why before anyone leaves: the first exit ends the
+    // job, and its message must not be cut off.
+    gex_Coll_BarrierBlocking(tm, 0);
     gasnet_exit(*code);
   }
   // Rank 0 opens the CSV before measuring, so a bad path costs nothing.

@@ -79,50 +79,69 @@ void Barrier() { gex_Coll_BarrierBlocking(g_job.tm, 0); }
 // each iteration's memcpy must really happen, as each Put does.
 inline void CompilerBarrier() { asm volatile("" ::: "memory"); }
 
-// One operation (or, with `n` > 1, the operations of a bandwidth run) of
-// the given kind; `n` operations in all. Returns nothing: the caller times.
-void Operations(RmaTest test, Sync sync, char* local, size_t size, uint64_t n) {
+// `n` operations of one kind. A template per direction and sync, so each
+// timed loop is as plain as the memcpy loop it is compared with: the call
+// and nothing else (no per-iteration dispatch on the kind).
+template <bool kPut, Sync kSync, bool kLatency>
+void OperationsOf(char* local, size_t size, uint64_t n) {
   const gex_TM_t tm = g_job.tm;
   const gex_Rank_t peer = g_job.peer;
   char* remote = g_job.peer_target;
-  const bool put = IsPut(test);
-  if (IsLatency(test) || sync == Sync::kBlocking) {
-    // One at a time: blocking, or NBI synced after each.
+  constexpr gex_EC_t kEc = kPut ? GEX_EC_PUT : GEX_EC_GET;
+  if constexpr (kSync == Sync::kBlocking) {
     for (uint64_t i = 0; i < n; ++i) {
-      if (sync == Sync::kBlocking) {
-        if (put) {
-          gex_RMA_PutBlocking(tm, peer, remote, local, size, 0);
-        } else {
-          gex_RMA_GetBlocking(tm, local, peer, remote, size, 0);
-        }
-      } else if (put) {
-        gex_RMA_PutNBI(tm, peer, remote, local, size, GEX_EVENT_DEFER, 0);
-        gex_NBI_Wait(GEX_EC_PUT, 0);
+      if constexpr (kPut) {
+        gex_RMA_PutBlocking(tm, peer, remote, local, size, 0);
       } else {
-        gex_RMA_GetNBI(tm, local, peer, remote, size, 0);
-        gex_NBI_Wait(GEX_EC_GET, 0);
+        gex_RMA_GetBlocking(tm, local, peer, remote, size, 0);
       }
     }
-    return;
-  }
-  if (sync == Sync::kNbi) {
+  } else if constexpr (kSync == Sync::kNbi) {
+    // Latency: each synced before the next; bandwidth: all, then one sync.
     for (uint64_t i = 0; i < n; ++i) {
-      if (put) {
+      if constexpr (kPut) {
         gex_RMA_PutNBI(tm, peer, remote, local, size, GEX_EVENT_DEFER, 0);
       } else {
         gex_RMA_GetNBI(tm, local, peer, remote, size, 0);
       }
+      if constexpr (kLatency) gex_NBI_Wait(kEc, 0);
     }
-    gex_NBI_Wait(put ? GEX_EC_PUT : GEX_EC_GET, 0);
-    return;
+    if constexpr (!kLatency) gex_NBI_Wait(kEc, 0);
+  } else {
+    gex_Event_t* events = g_job.events.data();
+    for (uint64_t i = 0; i < n; ++i) {
+      if constexpr (kPut) {
+        events[i] =
+            gex_RMA_PutNB(tm, peer, remote, local, size, GEX_EVENT_DEFER, 0);
+      } else {
+        events[i] = gex_RMA_GetNB(tm, local, peer, remote, size, 0);
+      }
+    }
+    gex_Event_WaitAll(events, n, 0);
   }
-  gex_Event_t* events = g_job.events.data();
-  for (uint64_t i = 0; i < n; ++i) {
-    events[i] =
-        put ? gex_RMA_PutNB(tm, peer, remote, local, size, GEX_EVENT_DEFER, 0)
-            : gex_RMA_GetNB(tm, local, peer, remote, size, 0);
+}
+
+template <bool kPut, bool kLatency>
+void OperationsIn(Sync sync, char* local, size_t size, uint64_t n) {
+  switch (sync) {
+    case Sync::kBlocking:
+      return OperationsOf<kPut, Sync::kBlocking, kLatency>(local, size, n);
+    case Sync::kNbi:
+      return OperationsOf<kPut, Sync::kNbi, kLatency>(local, size, n);
+    case Sync::kNb:
+      return OperationsOf<kPut, Sync::kNb, kLatency>(local, size, n);
   }
-  gex_Event_WaitAll(events, n, 0);
+}
+
+// `n` operations of `test` with `sync` (latency has no NB form: SyncsFor).
+void Operations(RmaTest test, Sync sync, char* local, size_t size, uint64_t n) {
+  if (IsPut(test)) {
+    IsLatency(test) ? OperationsIn<true, true>(sync, local, size, n)
+                    : OperationsIn<true, false>(sync, local, size, n);
+  } else {
+    IsLatency(test) ? OperationsIn<false, true>(sync, local, size, n)
+                    : OperationsIn<false, false>(sync, local, size, n);
+  }
 }
 
 // The baseline: `n` memcpys of `size` bytes between `local` and this rank's
@@ -290,6 +309,9 @@ int Main(int argc, char** argv) {
   if (std::optional<int> code = CommandLineVerdict(
           kProgram, argc, argv, leader, g_job.size, parse_error, opt.help,
           &RmaUsage, GASNET_CONDUIT_NAME_STR_LC)) {
+    // Rank 0 has said why before anyone leaves: the first exit ends the
+    // job, and its message must not be cut off.
+    gex_Coll_BarrierBlocking(tm, 0);
     gasnet_exit(*code);
   }
   // Rank 0 opens the CSV before measuring, so a bad path costs nothing.
