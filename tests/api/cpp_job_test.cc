@@ -25,12 +25,6 @@
 namespace gex::testing {
 namespace {
 
-std::vector<std::string> ForceAmEnv(bool force_am) {
-  return {force_am ? "GEX_RMA_FORCE_AM=1" : "GEX_RMA_FORCE_AM"};
-}
-
-std::string PathName(bool force_am) { return force_am ? "am" : "direct"; }
-
 class CppJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 

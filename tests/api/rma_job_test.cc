@@ -28,13 +28,6 @@
 namespace gex::testing {
 namespace {
 
-// The environment of a direct or a forced-AM job.
-std::vector<std::string> ForceAmEnv(bool force_am) {
-  return {force_am ? "GEX_RMA_FORCE_AM=1" : "GEX_RMA_FORCE_AM"};
-}
-
-std::string PathName(bool force_am) { return force_am ? "am" : "direct"; }
-
 class RmaJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 
