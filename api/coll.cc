@@ -653,6 +653,26 @@ size_t CheckReduction(const char* call, gex_DT_t dt, size_t dt_sz,
   return dt_sz * dt_cnt;
 }
 
+// Starts a checked reduction (both ReduceTo calls).
+gex_Event_t StartReduction(Collectives::Kind kind, Rank root, void* dst,
+                           const void* src, size_t nbytes, gex_DT_t dt,
+                           size_t dt_sz, size_t dt_cnt, gex_OP_t op,
+                           gex_Coll_ReduceFn_t user_op, void* user_cdata) {
+  Collectives::Call call;
+  call.kind = kind;
+  call.root = root;
+  call.dst = dst;
+  call.src = src;
+  call.nbytes = nbytes;
+  call.dt = dt;
+  call.dt_sz = dt_sz;
+  call.dt_cnt = dt_cnt;
+  call.op = op;
+  call.user_op = user_op;
+  call.user_cdata = user_cdata;
+  return g_coll->Start(call);
+}
+
 }  // namespace
 }  // namespace gex::api
 
@@ -692,19 +712,9 @@ gex_Event_t gex_Coll_ReduceToOneNB(gex_TM_t tm, gex_Rank_t root, void* dst,
   if (nbytes == 0) return GEX_EVENT_INVALID;
   gex::api::CheckBuffer(kCall, "src", src, nbytes);
   if (rt.rank == root) gex::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  Collectives::Call call;
-  call.kind = Collectives::Kind::kReduceToOne;
-  call.root = root;
-  call.dst = dst;
-  call.src = src;
-  call.nbytes = nbytes;
-  call.dt = dt;
-  call.dt_sz = dt_sz;
-  call.dt_cnt = dt_cnt;
-  call.op = op;
-  call.user_op = user_op;
-  call.user_cdata = user_cdata;
-  return gex::api::g_coll->Start(call);
+  return gex::api::StartReduction(Collectives::Kind::kReduceToOne, root, dst,
+                                  src, nbytes, dt, dt_sz, dt_cnt, op, user_op,
+                                  user_cdata);
 }
 
 gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void* dst, const void* src,
@@ -718,18 +728,9 @@ gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void* dst, const void* src,
   if (nbytes == 0) return GEX_EVENT_INVALID;
   gex::api::CheckBuffer(kCall, "src", src, nbytes);
   gex::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  Collectives::Call call;
-  call.kind = Collectives::Kind::kReduceToAll;
-  call.dst = dst;
-  call.src = src;
-  call.nbytes = nbytes;
-  call.dt = dt;
-  call.dt_sz = dt_sz;
-  call.dt_cnt = dt_cnt;
-  call.op = op;
-  call.user_op = user_op;
-  call.user_cdata = user_cdata;
-  return gex::api::g_coll->Start(call);
+  return gex::api::StartReduction(Collectives::Kind::kReduceToAll, 0, dst, src,
+                                  nbytes, dt, dt_sz, dt_cnt, op, user_op,
+                                  user_cdata);
 }
 
 }  // extern "C"
