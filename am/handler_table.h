@@ -12,6 +12,7 @@
 #ifndef GEX_AM_HANDLER_TABLE_H_
 #define GEX_AM_HANDLER_TABLE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -76,6 +77,16 @@ class HandlerTable {
     return e.fn != nullptr ? &e : nullptr;
   }
 
+  // From now on messages for client handlers are dropped instead of run
+  // (the exit path: the job is ending, and a client handler running then
+  // could only get in the way). Internal handlers go on.
+  void DisableClientHandlers() {
+    client_disabled_.store(true, std::memory_order_relaxed);
+  }
+  bool client_handlers_disabled() const {
+    return client_disabled_.load(std::memory_order_relaxed);
+  }
+
   // Why a message of `category`, kind and `nargs` may not run `entry`'s
   // handler ("" when it may).
   static std::string Mismatch(const Entry& entry, Category category,
@@ -83,6 +94,7 @@ class HandlerTable {
 
  private:
   Entry entries_[kTableSize];
+  std::atomic<bool> client_disabled_{false};
 };
 
 }  // namespace gex::am

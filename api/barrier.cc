@@ -74,33 +74,11 @@ void Barrier::AttachShared() {
   leader_ = my_index_ == group_first_;
   flags_per_slot_ = members_ + groups;
 
-  // The supernode's first rank creates the area; the others map it.
-  const size_t bytes = sizeof(Flag) * kSlots * flags_per_slot_;
-  const pshm::ObjectName name{sn.job_prefix(), sn.members()[0], kBarrierSerial};
-  int64_t my_id = 0;
-  if (my_index_ == 0) {
-    absl::StatusOr<pshm::SharedObject> created =
-        pshm::SharedObject::Create(name, bytes);
-    if (!created.ok()) {
-      FatalErrorF("barrier: %s", created.status().message());
-    }
-    object_ = *std::move(created);
-    my_id = object_.id();
-  }
-  std::vector<int64_t> ids(rt_->size);
-  bootstrap.Allgather(&my_id, sizeof my_id, ids.data());
-  if (my_index_ != 0) {
-    absl::StatusOr<pshm::SharedObject> mapped =
-        pshm::SharedObject::Map(name, ids[sn.members()[0]], bytes);
-    if (!mapped.ok()) FatalErrorF("barrier: %s", mapped.status().message());
-    object_ = *std::move(mapped);
-  }
+  absl::StatusOr<pshm::SharedObject> shared = pshm::ShareWithSupernode(
+      bootstrap, sn, kBarrierSerial, sizeof(Flag) * kSlots * flags_per_slot_);
+  if (!shared.ok()) FatalErrorF("barrier: %s", shared.status().message());
+  object_ = *std::move(shared);
   area_ = static_cast<Flag*>(object_.address());
-  bootstrap.Barrier();  // Everyone has mapped it: the name can go.
-  if (my_index_ == 0) {
-    const absl::Status s = object_.RemoveName();
-    if (!s.ok()) FatalErrorF("barrier: %s", s.message());
-  }
 
   // The leaders, in rank order.
   const uint8_t lead = leader_ ? 1 : 0;

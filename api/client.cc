@@ -16,6 +16,7 @@
 #include "api/coll.h"
 #include "api/driver.h"
 #include "api/event.h"
+#include "api/exit.h"
 #include "api/rma.h"
 #include "api/runtime.h"
 #include "base/env/settings.h"
@@ -25,6 +26,7 @@
 #include "bootstrap/launcher_bootstrap.h"
 #include "bootstrap/node_map.h"
 #include "bootstrap/spawn/launcher.h"
+#include "exit/graceful_exit.h"
 #include "pshm/shared_object.h"
 
 namespace gex::api {
@@ -162,6 +164,7 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
   CollInit(*rt);
   rt->barrier.AttachShared();  // Collective: the supernode's barrier flags.
   rt->polite = rt->map->MyHostIsOversubscribed();
+  ExitInit(*rt);  // Collective: the exit cells; signals and on_exit.
 
   for (Rank r : rt->map->my_host_members()) rt->host_ranks.push_back(r);
   for (Rank r : rt->map->my_supernode_members()) rt->nbrhd_ranks.push_back(r);
@@ -196,6 +199,11 @@ void Dispatch(void* context, const pshm::Message& m) {
   const am::Entry* entry = rt.handlers.Find(m.handler);
   const auto category = static_cast<am::Category>(m.category);
   const bool is_request = m.channel == pshm::Channel::kRequest;
+  // The job is exiting: client handlers no longer run.
+  if (ABSL_PREDICT_FALSE(m.handler >= am::kClientIndexBase &&
+                         rt.handlers.client_handlers_disabled())) {
+    return;
+  }
   if (ABSL_PREDICT_FALSE(entry == nullptr)) {
     BadMessage(m, absl::StrFormat("handler index %u is not registered "
                                   "there (gex_EP_RegisterHandlers)",
@@ -589,19 +597,9 @@ const char* gasnet_ErrorDesc(int errval) {
 }
 
 void gasnet_exit(int exitcode) {
-  // Graceful exit (the exit/ layer) is not built yet: a nonzero code ends
-  // every rank at once through the launcher with that code; 0 ends this
-  // rank, and the launcher gives the others the exit timeout to follow.
-  std::fflush(nullptr);
-  Runtime* rt = g_runtime;
-  if (rt != nullptr && rt->bootstrap != nullptr) {
-    if (exitcode != 0) {
-      rt->bootstrap->Abort(exitcode,
-                           absl::StrFormat("gasnet_exit(%d)", exitcode));
-    }
-    rt->bootstrap->Fini();
-  }
-  _exit(exitcode);
+  // The whole job ends with `exitcode` (exit/graceful_exit.h): collective
+  // when every rank calls it, else the others are asked to follow.
+  gex::exit::ExitJob(exitcode);
 }
 
 }  // extern "C"

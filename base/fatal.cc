@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/env/parse.h"
+#include "base/freeze.h"
 #include "base/job_rank.h"
 #include "base/stderr_line.h"
 
@@ -23,6 +24,7 @@ void DefaultBacktrace(int fd) {
 
 std::atomic<BacktraceHook> g_backtrace_hook{&DefaultBacktrace};
 std::atomic<FatalExitHook> g_fatal_exit_hook{nullptr};
+std::atomic<bool> g_fatal_in_progress{false};
 
 std::string Prefixed(std::string_view kind, std::string_view message) {
   const int rank = JobRank();
@@ -54,12 +56,16 @@ bool BacktraceEnabled() {
   return enabled;
 }
 
+bool FatalErrorInProgress() { return g_fatal_in_progress.load(); }
+
 void FatalError(std::string_view message) {
+  g_fatal_in_progress.store(true);
   WriteStderrLine(FatalErrorText(message));
   if (BacktraceEnabled()) {
     WriteStderrLine(Prefixed("BACKTRACE", "stack of the failing thread:"));
-    g_backtrace_hook.load()(STDERR_FILENO);
+    PrintBacktrace(STDERR_FILENO);
   }
+  FreezeForDebuggerIfEnabled();
   if (FatalExitHook hook = g_fatal_exit_hook.load()) hook();
   std::abort();
 }
@@ -67,6 +73,8 @@ void FatalError(std::string_view message) {
 void Warning(std::string_view message) {
   WriteStderrLine(WarningText(message));
 }
+
+void PrintBacktrace(int fd) { g_backtrace_hook.load()(fd); }
 
 void SetBacktraceHook(BacktraceHook hook) {
   g_backtrace_hook.store(hook != nullptr ? hook : &DefaultBacktrace);

@@ -17,8 +17,10 @@
 namespace gex {
 
 // Prints "*** FATAL ERROR (proc N): <message>", then, when GASNET_BACKTRACE
-// is enabled, the backtrace hook's output, then ends the job through the
-// fatal-exit hook (std::abort() until a layer above installs one).
+// is enabled, the backtrace hook's output, then freezes for a debugger when
+// GASNET_FREEZE_ON_ERROR is enabled (base/freeze.h), then ends the job
+// through the fatal-exit hook (std::abort() until a layer above installs
+// one).
 [[noreturn]] void FatalError(std::string_view message);
 
 template <typename... Args>
@@ -26,6 +28,11 @@ template <typename... Args>
                               const Args&... args) {
   FatalError(absl::StrFormat(format, args...));
 }
+
+// Whether FatalError has been called in this process: its std::abort()
+// must not be taken for a crash of its own (exit/'s SIGABRT handler lets
+// it through).
+bool FatalErrorInProgress();
 
 // Prints "*** WARNING (proc N): <message>". Never fatal.
 void Warning(std::string_view message);
@@ -45,6 +52,9 @@ std::string WarningText(std::string_view message);
 // Must be async-signal-safe enough to run from a fatal signal handler.
 using BacktraceHook = void (*)(int fd);
 void SetBacktraceHook(BacktraceHook hook);
+
+// Writes the calling thread's backtrace to `fd` through the hook.
+void PrintBacktrace(int fd);
 
 // Whether fatal errors print a backtrace: GASNET_BACKTRACE (boolean,
 // default no), read when first needed.

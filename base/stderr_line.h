@@ -12,7 +12,9 @@
 namespace gex {
 
 // Writes `line` and a newline to stderr in one write(2) where the kernel
-// allows. Errors are ignored: there is nowhere left to report them.
+// allows. Errors are ignored: there is nowhere left to report them. Lines
+// under 1 KiB are written without allocating, so a signal handler may
+// call this.
 void WriteStderrLine(std::string_view line);
 
 }  // namespace gex

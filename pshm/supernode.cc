@@ -171,6 +171,47 @@ absl::Status Supernode::AttachSegment(Bootstrap& bootstrap, size_t size) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<SharedObject> ShareWithSupernode(Bootstrap& bootstrap,
+                                                const Supernode& supernode,
+                                                uint32_t serial, size_t bytes) {
+  const Rank first = supernode.members()[0];
+  const ObjectName name{supernode.job_prefix(), first, serial};
+  const bool creator = supernode.my_index() == 0;
+  SharedObject object = SharedObject::Empty();
+  absl::Status status;
+  // Per rank: {created (creator only), the object's id}.
+  int64_t mine[2] = {0, 0};
+  if (creator) {
+    absl::StatusOr<SharedObject> created = SharedObject::Create(name, bytes);
+    if (created.ok()) {
+      object = *std::move(created);
+      mine[0] = 1;
+      mine[1] = object.id();
+    } else {
+      status = created.status();
+    }
+  }
+  std::vector<int64_t> all(2 * size_t{bootstrap.size()});
+  bootstrap.Allgather(mine, sizeof mine, all.data());
+  if (!creator && all[2 * size_t{first}] != 0) {
+    absl::StatusOr<SharedObject> mapped =
+        SharedObject::Map(name, all[2 * size_t{first} + 1], bytes);
+    if (mapped.ok()) {
+      object = *std::move(mapped);
+    } else {
+      status = mapped.status();
+    }
+  } else if (!creator) {
+    status = absl::FailedPreconditionError(absl::StrFormat(
+        "rank %u could not create the supernode's shared object %u", first,
+        serial));
+  }
+  bootstrap.Barrier();  // Everyone has mapped it: the name can go.
+  if (creator && status.ok()) status = object.RemoveName();
+  if (!status.ok()) return status;
+  return object;
+}
+
 absl::Status Supernode::ShareObjects(Bootstrap& bootstrap, uint32_t serial,
                                      size_t size,
                                      std::vector<SharedObject>* mapped,

@@ -42,6 +42,18 @@ namespace gex::pshm {
 // Collective (a broadcast from rank 0).
 std::string AgreeJobPrefix(Bootstrap& bootstrap);
 
+class Supernode;
+
+// One shared object of `bytes` (zero-filled) for the whole supernode,
+// created by its first member and mapped by the others, for runtime state
+// its ranks share (barrier flags, the exit protocol's cells). `serial`
+// tells the objects of one supernode apart (0 and 1 are the network and
+// the segments). Collective over the job; the name is removed once every
+// rank has mapped it, so nothing can leak afterwards.
+absl::StatusOr<SharedObject> ShareWithSupernode(Bootstrap& bootstrap,
+                                                const Supernode& supernode,
+                                                uint32_t serial, size_t bytes);
+
 class Supernode {
  public:
   struct Options {

@@ -32,6 +32,10 @@ namespace {
 constexpr absl::Duration kKillGrace = absl::Seconds(5);
 // Output still arriving after every process has been reaped.
 constexpr absl::Duration kDrainGrace = absl::Seconds(2);
+// Beyond GASNET_EXITTIMEOUT, before ranks still running after the first
+// one ended are killed: a rank told to exit at that moment bounds its own
+// exit by the timeout (exit/), and should be the one to end it.
+constexpr absl::Duration kExitKillGrace = absl::Seconds(1);
 
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
@@ -231,7 +235,7 @@ void ControlNode::SetJobCode(int code) {
 
 void ControlNode::NoteFirstExit(absl::Time now) {
   if (!exit_deadline_.has_value()) {
-    exit_deadline_ = now + options_.exit_timeout;
+    exit_deadline_ = now + options_.exit_timeout + kExitKillGrace;
   }
 }
 
@@ -304,6 +308,21 @@ void ControlNode::HandleRankExit(Rank rank, int wait_status) {
     }
     SetJobCode(ExitCodeOf(wait_status));
     if (!clean) job_failing_ = true;
+    // It died, or failed without leaving the job on purpose (no Fini):
+    // the others may be waiting for it forever (a barrier, a spin loop).
+    // SIGTERM lets each run its graceful exit (exit/) with its output
+    // flushed; whoever is still there at the exit timeout gets SIGKILL.
+    if (!clean && !rank_fini_[rank] && killed_with_ == 0) {
+      int running = 0;
+      for (Rank r = 0; r < options_.job_size; ++r) running += !rank_exited_[r];
+      if (running > 0) {
+        Say(absl::StrFormat(
+            "rank %d ended without leaving the job; asking the %d other "
+            "running rank(s) to exit (SIGTERM)",
+            rank, running));
+        KillAll(SIGTERM);
+      }
+    }
   }
   relay_->OnRankGone(rank, rank_fini_[rank] ? "left the job (Bootstrap::Fini)"
                                             : DescribeWaitStatus(wait_status));

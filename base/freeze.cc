@@ -1,0 +1,56 @@
+#include "base/freeze.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+#include "base/env/parse.h"
+#include "base/job_rank.h"
+#include "base/stderr_line.h"
+
+extern "C" {
+volatile int gasnet_frozen = 0;
+}
+
+namespace gex {
+
+bool FreezeOnErrorEnabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("GASNET_FREEZE_ON_ERROR");
+    if (value == nullptr) return false;
+    absl::StatusOr<bool> parsed = env::ParseBool(value);
+    return parsed.ok() && *parsed;
+  }();
+  return enabled;
+}
+
+void FreezeForDebuggerIfEnabled() {
+  if (!FreezeOnErrorEnabled()) return;
+  // Formatted into a fixed buffer: no allocation, this may be a signal
+  // handler that interrupted malloc.
+  char line[256];
+  const int rank = JobRank();
+  const long pid = static_cast<long>(getpid());
+  char who[16];
+  if (rank == kUnknownRank) {
+    absl::SNPrintF(who, sizeof who, "?");
+  } else {
+    absl::SNPrintF(who, sizeof who, "%d", rank);
+  }
+  absl::SNPrintF(line, sizeof line,
+                 "*** FREEZE (proc %s): frozen for a debugger (pid %d): attach "
+                 "with 'gdb -p %d', then 'set var gasnet_frozen = 0' and "
+                 "'continue'",
+                 who, pid, pid);
+  WriteStderrLine(line);
+  gasnet_frozen = 1;
+  while (gasnet_frozen != 0) {
+    // A debugger may clear the flag at any moment; look every 10 ms.
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    nanosleep(&tick, nullptr);
+  }
+}
+
+}  // namespace gex

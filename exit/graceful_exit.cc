@@ -1,0 +1,176 @@
+#include "exit/graceful_exit.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+#include "base/env/parse.h"
+#include "base/job_rank.h"
+#include "base/stderr_line.h"
+#include "exit/signals.h"
+
+namespace gex::exit {
+namespace {
+
+constexpr int kNoCode = -1;
+
+enum class Outcome { kReduced, kLeader, kMember, kFailed };
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kReduced:
+      return "reduced";
+    case Outcome::kLeader:
+      return "leader";
+    case Outcome::kMember:
+      return "member";
+    case Outcome::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+struct State {
+  Environment env;
+  bool report = false;
+  std::atomic<int> first_code{kNoCode};
+  std::atomic<bool> body_claimed{false};
+};
+
+// Set once by Install; never freed (the exit paths run until _exit).
+std::atomic<State*> g_state{nullptr};
+
+void Report(const State& s, int code, Outcome outcome) {
+  const Counts c = s.env.protocol->counts();
+  char line[256];
+  absl::SNPrintF(line, sizeof line,
+                 "*** EXIT (proc %d): code=%d outcome=%s sent: reduce=%u "
+                 "elect=%u elect_reply=%u exit_request=%u exit_reply=%u",
+                 JobRank(), code, OutcomeName(outcome), c.sent[0], c.sent[1],
+                 c.sent[2], c.sent[3], c.sent[4]);
+  WriteStderrLine(line);
+}
+
+// The process's own exit (return from main, exit()): the status is the
+// code. on_exit rather than atexit, so the code is known.
+void OnProcessExit(int status, void*) {
+  ExitHead(status);
+  State* s = g_state.load();
+  if (s == nullptr || s->body_claimed.load()) return;
+  const int code = ExitBody();
+  // The job agreed on another code (a collective exit where ranks
+  // differed): that one, not this rank's own.
+  if (code != (status & 0xff)) _exit(code);
+}
+
+}  // namespace
+
+void Install(const Environment& env) {
+  auto* s = new State;
+  s->env = env;
+  if (const char* v = std::getenv("GEX_EXIT_REPORT"); v != nullptr) {
+    absl::StatusOr<bool> on = env::ParseBool(v);
+    s->report = on.ok() && *on;
+  }
+  g_state.store(s);
+  env.protocol->Join(static_cast<int32_t>(getpid()));
+  InstallSignalHandlers();
+  on_exit(&OnProcessExit, nullptr);
+}
+
+Protocol* InstalledProtocol() {
+  State* s = g_state.load();
+  return s != nullptr ? s->env.protocol : nullptr;
+}
+
+bool ExitInProgress() {
+  State* s = g_state.load();
+  return s != nullptr && s->first_code.load() != kNoCode;
+}
+
+int SavedExitCode(int fallback) {
+  State* s = g_state.load();
+  const int code = s != nullptr ? s->first_code.load() : kNoCode;
+  return code == kNoCode ? fallback : code;
+}
+
+bool ExitHead(int code) {
+  State* s = g_state.load();
+  if (s == nullptr) return true;
+  int none = kNoCode;
+  return s->first_code.compare_exchange_strong(none, code & 0xff);
+}
+
+int ExitBody() {
+  State* s = g_state.load();
+  if (s == nullptr) {
+    std::fflush(nullptr);
+    return 0;
+  }
+  if (s->body_claimed.exchange(true)) {
+    // Another thread is exiting the process; it ends this one too.
+    for (;;) pause();
+  }
+  // A remote request must not start a second exit from a signal.
+  signal(SIGQUIT, SIG_IGN);
+  const absl::Duration timeout = s->env.timeout;
+  ArmExitAlarm(timeout);
+  if (s->env.disable_client_handlers != nullptr) {
+    s->env.disable_client_handlers(s->env.context);
+  }
+  Protocol& p = *s->env.protocol;
+  const int own = SavedExitCode(0);
+  const int64_t start = MonotonicNanos();
+  const int64_t t = absl::ToInt64Nanoseconds(timeout);
+  int code = own;
+  bool coordinated = false;
+  Outcome outcome = Outcome::kFailed;
+  const int reduced = p.Reduce(own, start + t / 2);
+  if (reduced >= 0) {
+    code = reduced;
+    coordinated = true;
+    outcome = Outcome::kReduced;
+  } else {
+    switch (p.Elect(own, start + t * 3 / 4)) {
+      case Role::kLeader:
+        outcome = Outcome::kLeader;
+        coordinated = p.Lead(own, MonotonicNanos() + t / 4, start + t * 9 / 10);
+        break;
+      case Role::kMember:
+        outcome = Outcome::kMember;
+        coordinated = p.AwaitRequest(start + t * 9 / 10);
+        break;
+      default:
+        break;
+    }
+  }
+  // An exit nobody agreed on is not a success, whatever the code said.
+  if (!coordinated && code == 0) code = 1;
+  if (s->report) Report(*s, code, outcome);
+  std::fflush(nullptr);
+  if (coordinated && s->env.bootstrap != nullptr) s->env.bootstrap->Fini();
+  DisarmExitAlarm();
+  return code;
+}
+
+void ExitTail(int code) { _exit(code); }
+
+void ExitJob(int code) {
+  ExitHead(code);
+  ExitTail(ExitBody());
+}
+
+void OnRemoteExit(void*, Rank, int code) {
+  if (!ExitHead(code)) return;
+  // The client asked to hear of remote exits: its handler runs now, and if
+  // it returns (it did not call gasnet_exit itself), the exit goes on.
+  if (ClientHandlesSigquit()) raise(SIGQUIT);
+  ExitTail(ExitBody());
+}
+
+}  // namespace gex::exit

@@ -1,0 +1,251 @@
+#include "exit/protocol.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+
+namespace gex::exit {
+namespace {
+
+int Larger(int a, uint64_t word) {
+  return std::max(a, static_cast<int>(word & 0xff));
+}
+
+}  // namespace
+
+int64_t MonotonicNanos() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+size_t SharedAreaBytes(uint32_t supernode_members) {
+  return supernode_members * (sizeof(MemberCell) + sizeof(GroupCell));
+}
+
+uint32_t GroupSize(uint32_t members, uint32_t requested) {
+  return requested == 0 || requested > members ? members : requested;
+}
+
+Protocol::Protocol(const Topology& topology, void* area, Transport* transport,
+                   bool polite, RemoteExitFn on_remote_exit, void* context)
+    : topology_(topology),
+      transport_(transport),
+      polite_(polite),
+      on_remote_exit_(on_remote_exit),
+      context_(context),
+      members_(static_cast<MemberCell*>(area)),
+      groups_(reinterpret_cast<GroupCell*>(static_cast<unsigned char*>(area) +
+                                           topology.supernode.size() *
+                                               sizeof(MemberCell))),
+      my_index_(topology.my_index),
+      replied_(new std::atomic<uint8_t>[topology.size]()) {
+  const auto members = static_cast<uint32_t>(topology_.supernode.size());
+  group_size_ = GroupSize(members, topology_.group_size);
+  group_first_ = my_index_ / group_size_ * group_size_;
+  group_leader_ = my_index_ == group_first_;
+  for (size_t i = 0; i < topology_.leaders.size(); ++i) {
+    if (topology_.leaders[i] == topology_.rank)
+      my_leader_ = static_cast<int>(i);
+  }
+  while ((size_t{1} << rounds_) < topology_.leaders.size()) ++rounds_;
+}
+
+void Protocol::Join(int32_t pid) {
+  member(my_index_).pid.store(pid, std::memory_order_release);
+}
+
+Counts Protocol::counts() const {
+  Counts c;
+  for (int k = 0; k < kMessageKinds; ++k) {
+    c.sent[k] = sent_[k].load(std::memory_order_relaxed);
+  }
+  return c;
+}
+
+void Protocol::Send(Rank dest, const Message& m, bool reply) {
+  sent_[static_cast<int>(m.kind)].fetch_add(1, std::memory_order_relaxed);
+  transport_->Send(dest, m, reply);
+}
+
+template <typename Done>
+bool Protocol::WaitUntil(Done done, Deadline deadline, bool stop_on_request) {
+  while (!done()) {
+    if (stop_on_request && request_received()) return done();
+    if (MonotonicNanos() >= deadline) return done();
+    transport_->Poll();
+    if (polite_) sched_yield();
+  }
+  return true;
+}
+
+int Protocol::Reduce(int code, Deadline deadline) {
+  member(my_index_).arrive.store(kPresent | static_cast<uint64_t>(code),
+                                 std::memory_order_release);
+  int value = code;
+  if (!group_leader_) {
+    uint64_t result = 0;
+    if (!WaitUntil(
+            [&] {
+              return (result = group_cell().result.load(
+                          std::memory_order_acquire)) != 0;
+            },
+            deadline, /*stop_on_request=*/true)) {
+      return -1;
+    }
+    return static_cast<int>(result & 0xff);
+  }
+  // Step 1: the group's codes, from shared memory.
+  const auto members = static_cast<uint32_t>(topology_.supernode.size());
+  const uint32_t group_end = std::min(members, group_first_ + group_size_);
+  for (uint32_t i = group_first_ + 1; i < group_end; ++i) {
+    uint64_t word = 0;
+    if (!WaitUntil(
+            [&] {
+              return (word = member(i).arrive.load(
+                          std::memory_order_acquire)) != 0;
+            },
+            deadline, true)) {
+      return -1;
+    }
+    value = Larger(value, word);
+  }
+  // Step 2: dissemination among the leaders. In round r, leader i tells
+  // leader i + 2^r and hears from leader i - 2^r (mod L). Taking the
+  // maximum is idempotent, so overlapping contributions do no harm, and a
+  // leader finishing its last round implies every leader joined.
+  const size_t leaders = topology_.leaders.size();
+  for (uint32_t r = 0; r < rounds_; ++r) {
+    const Rank to =
+        topology_.leaders[(static_cast<size_t>(my_leader_) + (size_t{1} << r)) %
+                          leaders];
+    Send(to, Message{MessageKind::kReduce, r, static_cast<uint32_t>(value)},
+         /*reply=*/false);
+    uint64_t word = 0;
+    if (!WaitUntil(
+            [&] {
+              return (word = arrivals_[r].load(std::memory_order_acquire)) != 0;
+            },
+            deadline, true)) {
+      return -1;
+    }
+    value = Larger(value, word);
+  }
+  // Step 3: the result, for the group.
+  group_cell().result.store(kPresent | static_cast<uint64_t>(value),
+                            std::memory_order_release);
+  return value;
+}
+
+Role Protocol::Elect(int code, Deadline deadline) {
+  if (request_received()) return Role::kMember;
+  if (topology_.rank == 0) {
+    return leader_taken_.exchange(true) ? Role::kMember : Role::kLeader;
+  }
+  Send(0, Message{MessageKind::kElect, static_cast<uint32_t>(code), 0},
+       /*reply=*/false);
+  WaitUntil([&] { return elect_answer_.load(std::memory_order_acquire) != 0; },
+            deadline, true);
+  if (request_received()) return Role::kMember;
+  switch (elect_answer_.load(std::memory_order_acquire)) {
+    case 1:
+      return Role::kLeader;
+    case 2:
+      return Role::kMember;
+    default:
+      return Role::kFailed;
+  }
+}
+
+bool Protocol::MarkReplied(Rank r) {
+  if (replied_[r].exchange(1) != 0) return false;
+  replies_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+bool Protocol::Lead(int code, Deadline nudge_at, Deadline deadline) {
+  const Rank size = topology_.size;
+  const Message request{MessageKind::kExitRequest, static_cast<uint32_t>(code),
+                        0};
+  for (Rank r = 0; r < size; ++r) {
+    if (r != topology_.rank) Send(r, request, /*reply=*/false);
+  }
+  const Rank others = size - 1;
+  const auto members = static_cast<uint32_t>(topology_.supernode.size());
+  auto all_replied = [&] {
+    // A nudged peer answers in shared memory instead of with a message.
+    for (uint32_t i = 0; i < members; ++i) {
+      if (i != my_index_ &&
+          member(i).ack.load(std::memory_order_acquire) != 0) {
+        MarkReplied(topology_.supernode[i]);
+      }
+    }
+    return replies_.load(std::memory_order_acquire) >= others;
+  };
+  if (WaitUntil(all_replied, std::min(nudge_at, deadline), false)) return true;
+  const uint64_t word = kPresent | uint64_t{topology_.rank} << 8 |
+                        static_cast<uint64_t>(code & 0xff);
+  for (uint32_t i = 0; i < members; ++i) {
+    const Rank peer = topology_.supernode[i];
+    if (i == my_index_ || replied_[peer].load() != 0) continue;
+    member(i).request.store(word, std::memory_order_release);
+    const int32_t pid = member(i).pid.load(std::memory_order_acquire);
+    if (pid > 0) kill(pid, kNudgeSignal);
+  }
+  return WaitUntil(all_replied, deadline, false);
+}
+
+bool Protocol::AwaitRequest(Deadline deadline) {
+  return WaitUntil([&] { return request_received(); }, deadline, false);
+}
+
+void Protocol::RequestArrived(Rank leader, int code) {
+  uint64_t none = 0;
+  request_.compare_exchange_strong(
+      none, kPresent | uint64_t{leader} << 8 | static_cast<uint64_t>(code),
+      std::memory_order_acq_rel);
+  if (on_remote_exit_ != nullptr) on_remote_exit_(context_, leader, code);
+}
+
+bool Protocol::TakeSharedRequest() {
+  const uint64_t word =
+      member(my_index_).request.load(std::memory_order_acquire);
+  if (word == 0) return false;
+  member(my_index_).ack.store(1, std::memory_order_release);
+  RequestArrived(static_cast<Rank>((word >> 8) & 0xffffffffu),
+                 static_cast<int>(word & 0xff));
+  return true;
+}
+
+void Protocol::OnMessage(Rank source, const Message& m) {
+  switch (m.kind) {
+    case MessageKind::kReduce:
+      if (m.a < kMaxRounds) {
+        arrivals_[m.a].store(kPresent | (m.b & 0xff),
+                             std::memory_order_release);
+      }
+      return;
+    case MessageKind::kElect: {
+      // Rank 0: the first candidate leads, whoever asks later follows.
+      const bool lead = !leader_taken_.exchange(true);
+      Send(source, Message{MessageKind::kElectReply, lead ? 1u : 0u, 0},
+           /*reply=*/true);
+      return;
+    }
+    case MessageKind::kElectReply:
+      elect_answer_.store(m.a != 0 ? 1 : 2, std::memory_order_release);
+      return;
+    case MessageKind::kExitRequest:
+      // Reply first: the leader must hear from every rank, and this
+      // handler may never return (on_remote_exit can end the process).
+      Send(source, Message{MessageKind::kExitReply, 0, 0}, /*reply=*/true);
+      RequestArrived(source, static_cast<int>(m.a & 0xff));
+      return;
+    case MessageKind::kExitReply:
+      if (source < topology_.size) MarkReplied(source);
+      return;
+  }
+}
+
+}  // namespace gex::exit

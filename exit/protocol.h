@@ -1,0 +1,213 @@
+// The exit protocol: how the ranks of a job agree that the job is ending
+// and with which exit code, whichever way the exit began.
+//
+// Three steps, each bounded by a deadline (the caller, exit/graceful_exit.h,
+// derives them from GASNET_EXITTIMEOUT):
+//
+//  1. Reduce (collective exits). Every rank contributes its exit code; the
+//     job agrees on the largest. Within a group of supernode peers (the
+//     whole supernode by default) the codes meet in shared memory at the
+//     group's first rank, its leader; the leaders combine theirs with a
+//     dissemination over system Active Messages (ceil(log2 L) rounds for
+//     L leaders, one message sent and one received per round); each leader
+//     publishes the result in shared memory for its group. When every rank
+//     exits at about the same time this is all: O(log N) messages per
+//     rank, none at all on one supernode.
+//  2. Elect (non-collective exits: the reduce ran out of time). Each rank
+//     still exiting asks rank 0 whether it leads; rank 0 answers "leader"
+//     to the first to ask and "member" to the rest. A rank that has
+//     already received an exit request knows it is a member and does not
+//     ask.
+//  3. Lead. The leader sends an exit request with its code to every other
+//     rank and waits for each one's reply. A rank that receives the
+//     request replies at once, and its owner is told (on_remote_exit), so
+//     a rank that did not know the job was ending (polling, in a barrier)
+//     starts exiting with the leader's code. Supernode peers that have not
+//     replied after a while are also nudged: the request is written into
+//     their shared cell and they are sent kNudgeSignal, which reaches a
+//     rank that never polls (a compute loop, direct RMA).
+//
+// Messages: best case (the exiting rank is way ahead) 2 for the election
+// and 2(N-1) for the requests and replies, 2N in all; worst case (every
+// rank asks rank 0) 2N-2 + 2(N-1) = 4N-2, as GASNet's ibv-conduit notes
+// analyse.
+//
+// All of this may run in a signal handler or an Active Message handler,
+// on any thread: the state the handlers share is atomics only, nothing
+// allocates after construction, and every wait polls the transport.
+#ifndef GEX_EXIT_PROTOCOL_H_
+#define GEX_EXIT_PROTOCOL_H_
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+
+namespace gex::exit {
+
+// The signal that tells a supernode peer an exit request waits in its
+// shared cell. Its default action is to ignore it, so a nudge that reaches
+// a process before its handler is installed does no harm.
+inline constexpr int kNudgeSignal = SIGURG;
+
+enum class MessageKind : uint32_t {
+  kReduce = 0,       // a: round, b: the largest code so far.
+  kElect = 1,        // To rank 0: may the sender lead? a: its code.
+  kElectReply = 2,   // a: 1 leader, 0 member.
+  kExitRequest = 3,  // From the leader: a: the job's exit code.
+  kExitReply = 4,    // To the leader.
+};
+inline constexpr int kMessageKinds = 5;
+
+// A protocol message: three 32-bit Active Message arguments on the wire.
+struct Message {
+  MessageKind kind = MessageKind::kReduce;
+  uint32_t a = 0;
+  uint32_t b = 0;
+};
+
+// How the protocol reaches other ranks: the conduit's system Active
+// Messages. Both calls may be made from a signal handler or from inside a
+// message handler (where `reply` is true for the answer to the message
+// being handled).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Sends `m` to rank `dest` (possibly this rank); may wait for space,
+  // polling meanwhile.
+  virtual void Send(Rank dest, const Message& m, bool reply) = 0;
+  // Delivers what has arrived, this protocol's messages to OnMessage.
+  virtual void Poll() = 0;
+};
+
+// A point in CLOCK_MONOTONIC time, in nanoseconds (clock_gettime is
+// async-signal-safe).
+using Deadline = int64_t;
+int64_t MonotonicNanos();
+
+// The shared memory of one supernode: one cell per member, then one per
+// group. Zeroed when created; written only during an exit.
+struct alignas(64) MemberCell {
+  std::atomic<uint64_t> arrive;   // kPresent | code: joined the reduce.
+  std::atomic<uint64_t> request;  // kPresent | leader << 8 | code.
+  std::atomic<uint32_t> ack;      // 1: answered `request`.
+  std::atomic<int32_t> pid;       // Written at start-up.
+};
+struct alignas(64) GroupCell {
+  std::atomic<uint64_t> result;  // kPresent | the reduced code.
+};
+size_t SharedAreaBytes(uint32_t supernode_members);
+
+// Where this rank sits: the supernode and its groups, and the leaders of
+// every group of the job (collected by the caller at start-up).
+struct Topology {
+  Rank rank = 0;
+  Rank size = 1;
+  std::vector<Rank> supernode;  // Job ranks by supernode index.
+  uint32_t my_index = 0;        // In the supernode.
+  uint32_t group_size = 0;      // Members per group; 0: the whole supernode.
+  std::vector<Rank> leaders;    // Every group's leader, in rank order.
+};
+
+// The groups GroupSize splits a supernode of `members` into when asked for
+// `requested` per group (0 or more than members: one group).
+uint32_t GroupSize(uint32_t members, uint32_t requested);
+
+enum class Role { kUnknown, kLeader, kMember, kFailed };
+
+// Messages this rank sent, by kind.
+struct Counts {
+  uint32_t sent[kMessageKinds] = {};
+};
+
+class Protocol {
+ public:
+  // Told when an exit request arrives (after the reply went out), from the
+  // handler that received it or from the nudge. May not return.
+  using RemoteExitFn = void (*)(void* context, Rank leader, int code);
+
+  // `area` is the supernode's shared area (SharedAreaBytes), mapped here;
+  // `transport` outlives the protocol.
+  Protocol(const Topology& topology, void* area, Transport* transport,
+           bool polite, RemoteExitFn on_remote_exit, void* context);
+  Protocol(const Protocol&) = delete;
+  Protocol& operator=(const Protocol&) = delete;
+
+  // Publishes this process's pid for nudges (`pid` 0: never nudged, as in
+  // tests where ranks are threads).
+  void Join(int32_t pid);
+
+  // Step 1: the job's largest exit code, or -1 when not every rank joined
+  // by `deadline` (or an exit request arrived: the exit is not
+  // collective).
+  int Reduce(int code, Deadline deadline);
+  // Step 2: kLeader, kMember, or kFailed when rank 0 did not answer by
+  // `deadline`.
+  Role Elect(int code, Deadline deadline);
+  // Step 3, leader: sends the requests, nudges supernode peers still
+  // silent at `nudge_at`, and returns whether every rank replied by
+  // `deadline`.
+  bool Lead(int code, Deadline nudge_at, Deadline deadline);
+  // Step 3, member: whether the leader's request arrived by `deadline`.
+  bool AwaitRequest(Deadline deadline);
+
+  // A protocol message from `source` (the conduit's handler calls this).
+  void OnMessage(Rank source, const Message& m);
+  // The nudge: when the leader left a request in this rank's cell, takes
+  // it (acknowledging it in shared memory), tells on_remote_exit, and
+  // returns true.
+  bool TakeSharedRequest();
+
+  bool request_received() const {
+    return request_.load(std::memory_order_acquire) != 0;
+  }
+  Counts counts() const;
+  const Topology& topology() const { return topology_; }
+
+ private:
+  static constexpr uint64_t kPresent = uint64_t{1} << 63;
+  static constexpr int kMaxRounds = 32;
+
+  MemberCell& member(uint32_t index) const { return members_[index]; }
+  GroupCell& group_cell() const { return groups_[my_index_ / group_size_]; }
+  void Send(Rank dest, const Message& m, bool reply);
+  // Polls until `done()` or `deadline`; with `stop_on_request`, also stops
+  // when an exit request has arrived. Returns done().
+  template <typename Done>
+  bool WaitUntil(Done done, Deadline deadline, bool stop_on_request);
+  // Records an exit request from `leader` and tells the owner.
+  void RequestArrived(Rank leader, int code);
+  // Marks `r` as having answered the request; returns true the first time.
+  bool MarkReplied(Rank r);
+
+  Topology topology_;
+  Transport* transport_;
+  bool polite_;
+  RemoteExitFn on_remote_exit_;
+  void* context_;
+  MemberCell* members_;
+  GroupCell* groups_;
+  uint32_t my_index_;
+  uint32_t group_first_;
+  uint32_t group_size_;
+  bool group_leader_;
+  int my_leader_ = -1;  // Index in topology_.leaders, when a leader.
+  uint32_t rounds_ = 0;
+
+  std::atomic<uint64_t> arrivals_[kMaxRounds] = {};  // kPresent | code.
+  std::atomic<bool> leader_taken_{false};            // Rank 0 only.
+  std::atomic<int> elect_answer_{0};                 // 1 leader, 2 member.
+  std::atomic<uint64_t> request_{0};  // kPresent | leader << 8 | code.
+  std::unique_ptr<std::atomic<uint8_t>[]> replied_;  // By rank.
+  std::atomic<uint32_t> replies_{0};
+  std::atomic<uint32_t> sent_[kMessageKinds] = {};
+};
+
+}  // namespace gex::exit
+
+#endif  // GEX_EXIT_PROTOCOL_H_

@@ -1,0 +1,352 @@
+// The exit protocol with ranks as threads of one process: a fake transport
+// (a mailbox per rank) and plain memory as each supernode's shared area.
+// Checks the agreed codes, the roles, the timeouts, and the message counts
+// GASNet's analysis promises (O(log N) per rank for a collective exit, 2N
+// best and 4N-2 worst for a non-collective one).
+#include "exit/protocol.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace gex::exit {
+namespace {
+
+constexpr int64_t kMs = 1000 * 1000;
+
+// A deadline no test should reach (a hang fails by the test's timeout).
+Deadline Far() { return MonotonicNanos() + 60'000 * kMs; }
+Deadline Soon() { return MonotonicNanos() + 100 * kMs; }
+
+uint32_t Log2Ceil(uint32_t n) {
+  uint32_t r = 0;
+  while ((1u << r) < n) ++r;
+  return r;
+}
+
+class Job;
+
+class FakeTransport : public Transport {
+ public:
+  FakeTransport(Job* job, Rank me) : job_(job), me_(me) {}
+  void Send(Rank dest, const Message& m, bool reply) override;
+  void Poll() override;
+
+ private:
+  Job* job_;
+  Rank me_;
+};
+
+// N ranks in supernodes of `per_supernode` consecutive ranks, each split
+// into groups of `group_size` (0: one group per supernode).
+class Job {
+ public:
+  Job(Rank n, Rank per_supernode, uint32_t group_size) : n_(n) {
+    mailboxes_ = std::vector<Mailbox>(n);
+    const Rank supernodes = (n + per_supernode - 1) / per_supernode;
+    for (Rank s = 0; s < supernodes; ++s) {
+      const Rank first = s * per_supernode;
+      const Rank members = std::min(per_supernode, n - first);
+      const size_t bytes = SharedAreaBytes(members);
+      void* area = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      std::memset(area, 0, bytes);
+      areas_.push_back(area);
+    }
+    std::vector<Rank> leaders;
+    for (Rank r = 0; r < n; ++r) {
+      const Rank first = r / per_supernode * per_supernode;
+      const Rank members = std::min(per_supernode, n - first);
+      const uint32_t g = GroupSize(members, group_size);
+      if ((r - first) % g == 0) leaders.push_back(r);
+    }
+    for (Rank r = 0; r < n; ++r) {
+      const Rank first = r / per_supernode * per_supernode;
+      const Rank members = std::min(per_supernode, n - first);
+      Topology t;
+      t.rank = r;
+      t.size = n;
+      for (Rank m = 0; m < members; ++m) t.supernode.push_back(first + m);
+      t.my_index = r - first;
+      t.group_size = group_size;
+      t.leaders = leaders;
+      transports_.push_back(std::make_unique<FakeTransport>(this, r));
+      protocols_.push_back(std::make_unique<Protocol>(
+          t, areas_[r / per_supernode], transports_.back().get(),
+          /*polite=*/true, &Job::RemoteExit, &remote_[r]));
+    }
+  }
+  ~Job() {
+    for (void* a : areas_) std::free(a);
+  }
+
+  Protocol& at(Rank r) { return *protocols_[r]; }
+  Rank size() const { return n_; }
+  // The code a remote exit request brought rank r (-1: none).
+  int remote_code(Rank r) const { return remote_[r].code.load(); }
+  int remote_calls(Rank r) const { return remote_[r].calls.load(); }
+
+  void Deliver(Rank from, Rank to, const Message& m) {
+    std::lock_guard<std::mutex> lock(mailboxes_[to].mu);
+    mailboxes_[to].queue.emplace_back(from, m);
+  }
+  void Poll(Rank me) {
+    std::deque<std::pair<Rank, Message>> got;
+    {
+      std::lock_guard<std::mutex> lock(mailboxes_[me].mu);
+      got.swap(mailboxes_[me].queue);
+    }
+    for (const auto& [from, m] : got) protocols_[me]->OnMessage(from, m);
+  }
+
+  // Messages of `kind` sent, over every rank.
+  uint32_t Total(MessageKind kind) const {
+    uint32_t total = 0;
+    for (const auto& p : protocols_) {
+      total += p->counts().sent[static_cast<int>(kind)];
+    }
+    return total;
+  }
+  uint32_t NonCollectiveTotal() const {
+    return Total(MessageKind::kElect) + Total(MessageKind::kElectReply) +
+           Total(MessageKind::kExitRequest) + Total(MessageKind::kExitReply);
+  }
+
+  // Runs body(rank) on a thread per rank and joins them.
+  template <typename Body>
+  void Run(Body body) {
+    std::vector<std::thread> threads;
+    for (Rank r = 0; r < n_; ++r) threads.emplace_back([&, r] { body(r); });
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  struct Mailbox {
+    std::mutex mu;
+    std::deque<std::pair<Rank, Message>> queue;
+  };
+  struct Remote {
+    std::atomic<int> code{-1};
+    std::atomic<int> calls{0};
+  };
+  static void RemoteExit(void* context, Rank, int code) {
+    auto* r = static_cast<Remote*>(context);
+    r->code.store(code);
+    r->calls.fetch_add(1);
+  }
+
+  Rank n_;
+  std::vector<Mailbox> mailboxes_;
+  std::vector<void*> areas_;
+  std::vector<std::unique_ptr<FakeTransport>> transports_;
+  std::vector<std::unique_ptr<Protocol>> protocols_;
+  Remote remote_[64];
+};
+
+void FakeTransport::Send(Rank dest, const Message& m, bool) {
+  job_->Deliver(me_, dest, m);
+}
+void FakeTransport::Poll() { job_->Poll(me_); }
+
+// A rank that is not exiting: it polls until the leader's request reaches
+// it (what a client spinning on gasnet_AMPoll does).
+void PollUntilRequested(Job& job, Rank r) {
+  while (!job.at(r).request_received()) job.Poll(r);
+}
+
+struct Shape {
+  Rank n;
+  Rank per_supernode;
+  uint32_t group_size;
+};
+
+class CollectiveTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CollectiveTest, EveryRankGetsTheLargestCodeInLogRounds) {
+  const Shape s = GetParam();
+  Job job(s.n, s.per_supernode, s.group_size);
+  std::vector<int> got(s.n, -2);
+  job.Run([&](Rank r) {
+    got[r] = job.at(r).Reduce(static_cast<int>(10 + r % 5), Far());
+  });
+  const int expected = 10 + static_cast<int>(std::min<Rank>(s.n - 1, 4));
+  for (Rank r = 0; r < s.n; ++r) EXPECT_EQ(got[r], expected) << "rank " << r;
+  // Leaders send one message per round; members none.
+  uint32_t leaders = 0;
+  for (Rank r = 0; r < s.n; ++r) {
+    const Topology& t = job.at(r).topology();
+    for (Rank l : t.leaders) leaders += l == r;
+  }
+  const uint32_t rounds = Log2Ceil(leaders);
+  for (Rank r = 0; r < s.n; ++r) {
+    const Topology& t = job.at(r).topology();
+    const bool leader =
+        std::find(t.leaders.begin(), t.leaders.end(), r) != t.leaders.end();
+    EXPECT_EQ(job.at(r).counts().sent[0], leader ? rounds : 0u) << "rank " << r;
+  }
+  EXPECT_EQ(job.NonCollectiveTotal(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CollectiveTest,
+                         ::testing::Values(Shape{1, 1, 0}, Shape{2, 2, 0},
+                                           Shape{2, 2, 1}, Shape{5, 5, 1},
+                                           Shape{8, 8, 0}, Shape{8, 8, 1},
+                                           Shape{8, 8, 3}, Shape{8, 4, 0},
+                                           Shape{7, 3, 2}, Shape{16, 4, 1}),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return "n" + std::to_string(info.param.n) + "_sn" +
+                                  std::to_string(info.param.per_supernode) +
+                                  "_g" + std::to_string(info.param.group_size);
+                         });
+
+TEST(CollectiveTest, AMissingRankMakesTheReduceFailEverywhereElse) {
+  for (uint32_t group : {0u, 1u}) {
+    Job job(4, 4, group);
+    std::vector<int> got(4, -2);
+    job.Run([&](Rank r) {
+      if (r != 2) got[r] = job.at(r).Reduce(3, Soon());
+    });
+    for (Rank r : {0u, 1u, 3u}) {
+      EXPECT_EQ(got[r], -1) << "rank " << r << " group " << group;
+    }
+  }
+}
+
+class NonCollectiveTest : public ::testing::TestWithParam<Rank> {};
+
+// One rank exits, the others poll: the best case of 2N messages when the
+// exiting rank is not rank 0 (2N - 2 when it is: its election is local).
+TEST_P(NonCollectiveTest, OneExitingRankLeadsAndEveryOtherGetsItsCode) {
+  const Rank n = GetParam();
+  for (Rank exiter : {n - 1, Rank{0}}) {
+    Job job(n, n, 1);
+    bool led = false;
+    Role role = Role::kUnknown;
+    job.Run([&](Rank r) {
+      if (r != exiter) {
+        PollUntilRequested(job, r);
+        return;
+      }
+      EXPECT_EQ(job.at(r).Reduce(42, Soon()), -1);
+      role = job.at(r).Elect(42, Far());
+      if (role == Role::kLeader) led = job.at(r).Lead(42, Far(), Far());
+    });
+    EXPECT_EQ(role, Role::kLeader);
+    EXPECT_TRUE(led);
+    for (Rank r = 0; r < n; ++r) {
+      if (r == exiter) continue;
+      EXPECT_EQ(job.remote_code(r), 42) << "rank " << r;
+      EXPECT_EQ(job.at(r).counts().sent[4], 1u) << "rank " << r;
+    }
+    EXPECT_EQ(job.at(exiter).counts().sent[3], n - 1);
+    EXPECT_EQ(job.NonCollectiveTotal(), exiter == 0 ? 2 * n - 2 : 2 * n)
+        << "exiter " << exiter;
+  }
+}
+
+// Every rank elects at once: one leader, N-1 members, at most 4N-2
+// messages.
+TEST_P(NonCollectiveTest, EveryoneElectingAtOnceGivesOneLeader) {
+  const Rank n = GetParam();
+  Job job(n, n, 1);
+  std::vector<Role> roles(n, Role::kUnknown);
+  std::vector<bool> ok(n, false);
+  job.Run([&](Rank r) {
+    roles[r] = job.at(r).Elect(static_cast<int>(r), Far());
+    if (roles[r] == Role::kLeader) {
+      ok[r] = job.at(r).Lead(static_cast<int>(r), Far(), Far());
+    } else if (roles[r] == Role::kMember) {
+      ok[r] = job.at(r).AwaitRequest(Far());
+    }
+  });
+  Rank leaders = 0;
+  for (Rank r = 0; r < n; ++r) {
+    EXPECT_TRUE(ok[r]) << "rank " << r;
+    leaders += roles[r] == Role::kLeader;
+    EXPECT_NE(roles[r], Role::kFailed) << "rank " << r;
+  }
+  EXPECT_EQ(leaders, 1u);
+  EXPECT_LE(job.NonCollectiveTotal(), 4 * n - 2);
+  EXPECT_GE(job.NonCollectiveTotal(), 2 * n - 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, NonCollectiveTest,
+                         ::testing::Values(2u, 3u, 4u, 8u));
+
+TEST(ElectTest, SilentRankZeroMeansFailedNotHung) {
+  Job job(3, 3, 1);
+  Role role = Role::kUnknown;
+  // Rank 0 never polls: nobody answers the election.
+  job.Run([&](Rank r) {
+    if (r == 1) role = job.at(r).Elect(5, Soon());
+  });
+  EXPECT_EQ(role, Role::kFailed);
+}
+
+TEST(LeadTest, APeerThatNeverAnswersMakesTheLeadFail) {
+  Job job(3, 3, 1);
+  bool led = true;
+  job.Run([&](Rank r) {
+    if (r == 0) {
+      ASSERT_EQ(job.at(r).Elect(9, Far()), Role::kLeader);
+      led = job.at(r).Lead(9, Soon(), Soon());
+    } else if (r == 1) {
+      PollUntilRequested(job, r);
+    }
+    // Rank 2 is gone.
+  });
+  EXPECT_FALSE(led);
+  EXPECT_EQ(job.remote_code(1), 9);
+}
+
+// A rank that never polls is reached through its shared cell (in a real
+// job the nudge signal makes its handler look; here the thread looks).
+TEST(LeadTest, ARankThatNeverPollsIsReachedThroughSharedMemory) {
+  Job job(3, 3, 1);
+  bool led = false;
+  job.Run([&](Rank r) {
+    if (r == 0) {
+      ASSERT_EQ(job.at(r).Elect(17, Far()), Role::kLeader);
+      led = job.at(r).Lead(17, MonotonicNanos(), Far());
+    } else if (r == 1) {
+      PollUntilRequested(job, r);
+    } else {
+      while (!job.at(r).TakeSharedRequest()) {
+      }
+    }
+  });
+  EXPECT_TRUE(led);
+  EXPECT_EQ(job.remote_code(2), 17);
+  EXPECT_EQ(job.at(2).counts().sent[4], 0u);  // Answered in shared memory.
+  EXPECT_TRUE(job.at(2).request_received());
+}
+
+TEST(ReduceTest, AnExitRequestStopsTheReduceEarly) {
+  Job job(3, 3, 1);
+  int got = -2;
+  job.Run([&](Rank r) {
+    if (r == 0) {
+      ASSERT_EQ(job.at(r).Elect(4, Far()), Role::kLeader);
+      EXPECT_TRUE(job.at(r).Lead(4, Far(), Far()));
+    } else if (r == 1) {
+      // Would wait a minute for rank 2, but the request ends it.
+      got = job.at(r).Reduce(6, Far());
+      EXPECT_TRUE(job.at(r).request_received());
+    } else {
+      PollUntilRequested(job, r);
+    }
+  });
+  EXPECT_EQ(got, -1);
+  EXPECT_EQ(job.remote_code(1), 4);
+  EXPECT_EQ(job.remote_calls(1), 1);
+}
+
+}  // namespace
+}  // namespace gex::exit

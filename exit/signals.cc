@@ -1,0 +1,131 @@
+#include "exit/signals.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "absl/strings/str_format.h"
+#include "base/fatal.h"
+#include "base/freeze.h"
+#include "base/job_rank.h"
+#include "base/stderr_line.h"
+#include "exit/graceful_exit.h"
+#include "exit/protocol.h"
+
+namespace gex::exit {
+namespace {
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGILL,
+                                 SIGFPE,  SIGABRT, SIGSYS};
+constexpr int kEndSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+// Lines from a signal handler: formatted on the stack, written at once.
+template <typename... Args>
+void Say(const absl::FormatSpec<int, Args...>& format, const Args&... args) {
+  char line[256];
+  absl::SNPrintF(line, sizeof line, format, JobRank(), args...);
+  WriteStderrLine(line);
+}
+
+const char* SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? abbrev : "?";
+}
+
+// Ends the process by `sig` itself (its default action), so the launcher
+// and shells see how it died and a core is dumped where enabled.
+[[noreturn]] void DieOf(int sig, int code) {
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(sig);
+  _exit(code);  // A signal whose default is not fatal (none of ours).
+}
+
+void OnFatalSignal(int sig) {
+  // FatalError's own abort(): the job is already being ended.
+  if (sig == SIGABRT && FatalErrorInProgress()) DieOf(sig, 128 + sig);
+  Say("*** Caught a fatal signal (proc %d): SIG%s(%d)", SignalName(sig), sig);
+  if (BacktraceEnabled()) PrintBacktrace(STDERR_FILENO);
+  FreezeForDebuggerIfEnabled();
+  if (!ExitHead(128 + sig)) {
+    // A crash during the exit itself: end with the code saved.
+    _exit(SavedExitCode(128 + sig));
+  }
+  ExitBody();
+  DieOf(sig, 128 + sig);
+}
+
+void OnEndSignal(int sig) {
+  if (ExitInProgress()) return;
+  if (sig != SIGQUIT && ClientHandlesSigquit()) {
+    raise(SIGQUIT);
+    return;
+  }
+  ExitJob(128 + sig);
+}
+
+void OnNudge(int) {
+  if (Protocol* p = InstalledProtocol()) p->TakeSharedRequest();
+}
+
+void OnAlarm(int) {
+  int code = SavedExitCode(1);
+  if (code == 0) code = 1;
+  Say("*** EXIT (proc %d): the exit did not finish within "
+      "GASNET_EXITTIMEOUT; ending this process with code %d",
+      code);
+  _exit(code);
+}
+
+void Handle(int sig, void (*handler)(int), bool only_if_default) {
+  struct sigaction old;
+  if (sigaction(sig, nullptr, &old) != 0) return;
+  if (only_if_default && (old.sa_flags & SA_SIGINFO) == 0 &&
+      old.sa_handler != SIG_DFL) {
+    return;
+  }
+  if (only_if_default && (old.sa_flags & SA_SIGINFO) != 0) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace
+
+void InstallSignalHandlers() {
+  for (int sig : kFatalSignals) Handle(sig, &OnFatalSignal, true);
+  for (int sig : kEndSignals) Handle(sig, &OnEndSignal, true);
+  Handle(kNudgeSignal, &OnNudge, true);
+}
+
+bool ClientHandlesSigquit() {
+  struct sigaction sa;
+  if (sigaction(SIGQUIT, nullptr, &sa) != 0) return false;
+  if ((sa.sa_flags & SA_SIGINFO) != 0) return true;
+  return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+         sa.sa_handler != &OnEndSignal;
+}
+
+void ArmExitAlarm(absl::Duration timeout) {
+  Handle(SIGALRM, &OnAlarm, false);
+  struct itimerval t = {};
+  const int64_t us = absl::ToInt64Microseconds(timeout);
+  t.it_value.tv_sec = us / 1000000;
+  t.it_value.tv_usec = us % 1000000;
+  if (us <= 0) t.it_value.tv_usec = 1;
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
+
+void DisarmExitAlarm() {
+  struct itimerval t = {};
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
+
+}  // namespace gex::exit

@@ -1,0 +1,38 @@
+// The signals of a rank's exit, installed by exit::Install for each one
+// whose disposition is still the default (a handler the client or a tool
+// such as a sanitizer set first is left alone):
+//
+//   SIGSEGV SIGBUS SIGILL SIGFPE SIGABRT SIGSYS   fatal: prints
+//       "*** Caught a fatal signal (proc R): SIGSEGV(11)", a backtrace when
+//       GASNET_BACKTRACE is set, freezes when GASNET_FREEZE_ON_ERROR is,
+//       tells the job (exit code 128 + signal), then dies of the signal.
+//   SIGTERM SIGINT SIGHUP   a request to end the job: raised again as
+//       SIGQUIT when the client handles SIGQUIT itself, else the job exits
+//       with 128 + signal.
+//   SIGQUIT   the job exits with 128 + SIGQUIT; ignored once an exit is
+//       under way.
+//   kNudgeSignal (SIGURG)   the leader of a non-collective exit left a
+//       request in this rank's shared cell (exit/protocol.h).
+//
+// While ExitBody runs, SIGALRM bounds it (ArmExitAlarm).
+#ifndef GEX_EXIT_SIGNALS_H_
+#define GEX_EXIT_SIGNALS_H_
+
+#include "absl/time/time.h"
+
+namespace gex::exit {
+
+void InstallSignalHandlers();
+
+// Whether the client has its own SIGQUIT handler (neither the default, nor
+// ignored, nor ours).
+bool ClientHandlesSigquit();
+
+// From now on, SIGALRM after `timeout` ends the process with the saved
+// exit code (1 when that is 0: the exit did not finish); Disarm cancels.
+void ArmExitAlarm(absl::Duration timeout);
+void DisarmExitAlarm();
+
+}  // namespace gex::exit
+
+#endif  // GEX_EXIT_SIGNALS_H_
