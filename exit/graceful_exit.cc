@@ -136,7 +136,7 @@ int ExitBody() {
     coordinated = true;
     outcome = Outcome::kReduced;
   } else {
-    switch (p.Elect(own, start + t * 3 / 4)) {
+    switch (p.Elect(own, MonotonicNanos() + t / 8, start + t * 3 / 4)) {
       case Role::kLeader:
         outcome = Outcome::kLeader;
         coordinated = p.Lead(own, MonotonicNanos() + t / 4, start + t * 9 / 10);

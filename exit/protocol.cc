@@ -50,6 +50,9 @@ Protocol::Protocol(const Topology& topology, void* area, Transport* transport,
       my_leader_ = static_cast<int>(i);
   }
   while ((size_t{1} << rounds_) < topology_.leaders.size()) ++rounds_;
+  for (uint32_t i = 0; i < members; ++i) {
+    if (topology_.supernode[i] == 0) leader_taken_ = &member(i).leader_taken;
+  }
 }
 
 void Protocol::Join(int32_t pid) {
@@ -81,6 +84,8 @@ bool Protocol::WaitUntil(Done done, Deadline deadline, bool stop_on_request) {
 }
 
 int Protocol::Reduce(int code, Deadline deadline) {
+  // Asked to exit by a leader: this exit is not collective.
+  if (request_received()) return -1;
   member(my_index_).arrive.store(kPresent | static_cast<uint64_t>(code),
                                  std::memory_order_release);
   int value = code;
@@ -138,15 +143,25 @@ int Protocol::Reduce(int code, Deadline deadline) {
   return value;
 }
 
-Role Protocol::Elect(int code, Deadline deadline) {
+Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
   if (request_received()) return Role::kMember;
   if (topology_.rank == 0) {
-    return leader_taken_.exchange(true) ? Role::kMember : Role::kLeader;
+    return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
   }
   Send(0, Message{MessageKind::kElect, static_cast<uint32_t>(code), 0},
        /*reply=*/false);
-  WaitUntil([&] { return elect_answer_.load(std::memory_order_acquire) != 0; },
-            deadline, true);
+  auto answered = [&] {
+    return elect_answer_.load(std::memory_order_acquire) != 0;
+  };
+  if (leader_taken_ != nullptr) {
+    WaitUntil(answered, std::min(fallback_at, deadline), true);
+    if (!answered() && !request_received()) {
+      // Rank 0 is silent: take the election in its cell directly. Its own
+      // answers use the same word, so there is still one leader.
+      return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
+    }
+  }
+  WaitUntil(answered, deadline, true);
   if (request_received()) return Role::kMember;
   switch (elect_answer_.load(std::memory_order_acquire)) {
     case 1:
@@ -228,7 +243,7 @@ void Protocol::OnMessage(Rank source, const Message& m) {
       return;
     case MessageKind::kElect: {
       // Rank 0: the first candidate leads, whoever asks later follows.
-      const bool lead = !leader_taken_.exchange(true);
+      const bool lead = leader_taken_->exchange(1) == 0;
       Send(source, Message{MessageKind::kElectReply, lead ? 1u : 0u, 0},
            /*reply=*/true);
       return;

@@ -97,6 +97,9 @@ struct alignas(64) MemberCell {
   std::atomic<uint64_t> request;  // kPresent | leader << 8 | code.
   std::atomic<uint32_t> ack;      // 1: answered `request`.
   std::atomic<int32_t> pid;       // Written at start-up.
+  // In rank 0's cell only: 1 once a leader has been elected. Rank 0's
+  // answers and its supernode peers' fallback (below) both take it here.
+  std::atomic<uint32_t> leader_taken;
 };
 struct alignas(64) GroupCell {
   std::atomic<uint64_t> result;  // kPresent | the reduced code.
@@ -147,8 +150,10 @@ class Protocol {
   // collective).
   int Reduce(int code, Deadline deadline);
   // Step 2: kLeader, kMember, or kFailed when rank 0 did not answer by
-  // `deadline`.
-  Role Elect(int code, Deadline deadline);
+  // `deadline`. A rank 0 that does not poll (a compute loop) cannot
+  // answer; its supernode peers then take the election in rank 0's shared
+  // cell themselves at `fallback_at`.
+  Role Elect(int code, Deadline fallback_at, Deadline deadline);
   // Step 3, leader: sends the requests, nudges supernode peers still
   // silent at `nudge_at`, and returns whether every rank replied by
   // `deadline`.
@@ -198,9 +203,10 @@ class Protocol {
   bool group_leader_;
   int my_leader_ = -1;  // Index in topology_.leaders, when a leader.
   uint32_t rounds_ = 0;
+  // Rank 0's election word when rank 0 is a supernode peer (else null).
+  std::atomic<uint32_t>* leader_taken_ = nullptr;
 
   std::atomic<uint64_t> arrivals_[kMaxRounds] = {};  // kPresent | code.
-  std::atomic<bool> leader_taken_{false};            // Rank 0 only.
   std::atomic<int> elect_answer_{0};                 // 1 leader, 2 member.
   std::atomic<uint64_t> request_{0};  // kPresent | leader << 8 | code.
   std::unique_ptr<std::atomic<uint8_t>[]> replied_;  // By rank.

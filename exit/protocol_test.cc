@@ -235,7 +235,7 @@ TEST_P(NonCollectiveTest, OneExitingRankLeadsAndEveryOtherGetsItsCode) {
         return;
       }
       EXPECT_EQ(job.at(r).Reduce(42, Soon()), -1);
-      role = job.at(r).Elect(42, Far());
+      role = job.at(r).Elect(42, Far(), Far());
       if (role == Role::kLeader) led = job.at(r).Lead(42, Far(), Far());
     });
     EXPECT_EQ(role, Role::kLeader);
@@ -259,7 +259,7 @@ TEST_P(NonCollectiveTest, EveryoneElectingAtOnceGivesOneLeader) {
   std::vector<Role> roles(n, Role::kUnknown);
   std::vector<bool> ok(n, false);
   job.Run([&](Rank r) {
-    roles[r] = job.at(r).Elect(static_cast<int>(r), Far());
+    roles[r] = job.at(r).Elect(static_cast<int>(r), Far(), Far());
     if (roles[r] == Role::kLeader) {
       ok[r] = job.at(r).Lead(static_cast<int>(r), Far(), Far());
     } else if (roles[r] == Role::kMember) {
@@ -280,14 +280,44 @@ TEST_P(NonCollectiveTest, EveryoneElectingAtOnceGivesOneLeader) {
 INSTANTIATE_TEST_SUITE_P(Ranks, NonCollectiveTest,
                          ::testing::Values(2u, 3u, 4u, 8u));
 
-TEST(ElectTest, SilentRankZeroMeansFailedNotHung) {
-  Job job(3, 3, 1);
+TEST(ElectTest, SilentRankZeroOnAnotherSupernodeMeansFailedNotHung) {
+  Job job(4, 2, 0);
   Role role = Role::kUnknown;
-  // Rank 0 never polls: nobody answers the election.
+  // Rank 0 never polls and rank 2 cannot reach its cell: nobody answers.
   job.Run([&](Rank r) {
-    if (r == 1) role = job.at(r).Elect(5, Soon());
+    if (r == 2) role = job.at(r).Elect(5, MonotonicNanos(), Soon());
   });
   EXPECT_EQ(role, Role::kFailed);
+}
+
+TEST(ElectTest, SilentRankZeroOnTheSupernodeIsBypassedInSharedMemory) {
+  Job job(3, 3, 1);
+  std::vector<Role> roles(3, Role::kUnknown);
+  // Rank 0 never polls; ranks 1 and 2 both fall back to its cell: exactly
+  // one of them leads, and no election message is answered.
+  job.Run([&](Rank r) {
+    if (r != 0) roles[r] = job.at(r).Elect(5, MonotonicNanos(), Far());
+  });
+  EXPECT_EQ((roles[1] == Role::kLeader) + (roles[2] == Role::kLeader), 1);
+  EXPECT_EQ((roles[1] == Role::kMember) + (roles[2] == Role::kMember), 1);
+  EXPECT_EQ(job.Total(MessageKind::kElectReply), 0u);
+}
+
+TEST(ElectTest, RankZerosAnswerAndTheFallbackAgreeOnOneLeader) {
+  Job job(3, 3, 1);
+  std::vector<Role> roles(3, Role::kUnknown);
+  // Rank 1 asks by message and rank 0 answers; rank 2 falls back to the
+  // shared word at once. One leader either way.
+  job.Run([&](Rank r) {
+    if (r == 0) {
+      while (job.at(r).counts().sent[2] == 0) job.Poll(r);
+    } else if (r == 1) {
+      roles[r] = job.at(r).Elect(5, Far(), Far());
+    } else {
+      roles[r] = job.at(r).Elect(5, MonotonicNanos(), Far());
+    }
+  });
+  EXPECT_EQ((roles[1] == Role::kLeader) + (roles[2] == Role::kLeader), 1);
 }
 
 TEST(LeadTest, APeerThatNeverAnswersMakesTheLeadFail) {
@@ -295,7 +325,7 @@ TEST(LeadTest, APeerThatNeverAnswersMakesTheLeadFail) {
   bool led = true;
   job.Run([&](Rank r) {
     if (r == 0) {
-      ASSERT_EQ(job.at(r).Elect(9, Far()), Role::kLeader);
+      ASSERT_EQ(job.at(r).Elect(9, Far(), Far()), Role::kLeader);
       led = job.at(r).Lead(9, Soon(), Soon());
     } else if (r == 1) {
       PollUntilRequested(job, r);
@@ -313,7 +343,7 @@ TEST(LeadTest, ARankThatNeverPollsIsReachedThroughSharedMemory) {
   bool led = false;
   job.Run([&](Rank r) {
     if (r == 0) {
-      ASSERT_EQ(job.at(r).Elect(17, Far()), Role::kLeader);
+      ASSERT_EQ(job.at(r).Elect(17, Far(), Far()), Role::kLeader);
       led = job.at(r).Lead(17, MonotonicNanos(), Far());
     } else if (r == 1) {
       PollUntilRequested(job, r);
@@ -333,7 +363,7 @@ TEST(ReduceTest, AnExitRequestStopsTheReduceEarly) {
   int got = -2;
   job.Run([&](Rank r) {
     if (r == 0) {
-      ASSERT_EQ(job.at(r).Elect(4, Far()), Role::kLeader);
+      ASSERT_EQ(job.at(r).Elect(4, Far(), Far()), Role::kLeader);
       EXPECT_TRUE(job.at(r).Lead(4, Far(), Far()));
     } else if (r == 1) {
       // Would wait a minute for rank 2, but the request ends it.

@@ -1,0 +1,615 @@
+// The graceful exit (issue 7) end to end: jobs of exit_client, started by
+// gasnetrun_<conduit> -spawner=fork, one per exit path and rank count, each
+// judged from the outside. It exists so that every way a job can end (a
+// collective gasnet_exit, one rank's gasnet_exit while the others are in a
+// barrier, polling or in RMA, return from main, exit(), gasnet_exit in a
+// Request or Reply handler, a fatal signal, a signalled launcher, a killed
+// rank, a dead rank 0, SIGQUIT to a client's own handler) is proven to end
+// the whole job: before its limit, with the right exit code, with no
+// surviving process, no leaked shared memory object, and every line the
+// ranks left in their stdio buffers delivered. A second suite counts the exit
+// protocol's Active Messages through GEX_EXIT_REPORT=1.
+//
+// The conduit comes from EXIT_TEST_CONDUIT (set by exit_tests.bzl): the
+// launcher is tools/gasnetrun_<conduit>, the client
+// tests/exit/exit_client_<conduit>. Leaks are judged for the posix PSHM
+// mechanism (the default build): /dev/shm/GASNT<job id>.*, where the job id
+// is the GEX_JOB_ID every rank prints; a GASNT* entry in the job's fresh
+// GASNET_TMPDIR counts too.
+#include <dirent.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <ostream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "tests/testing/job_runner.h"
+
+extern char** environ;
+
+namespace gex::testing {
+namespace {
+
+// The expected exit code of a job that must fail with any nonzero code.
+constexpr int kAnyNonzero = -1;
+// The liveness allowance on top of the exit timeout: start-up of up to 8
+// ranks on a loaded 2-core machine.
+constexpr absl::Duration kStartupAllowance = absl::Seconds(60);
+// Default GASNET_EXITTIMEOUT of the path tests (seconds).
+constexpr int kExitTimeoutS = 3;
+// What job_runner appends to stderr when it killed the launcher.
+constexpr char kKilledByRunner[] =
+    "[job_runner: killed the launcher after the limit]";
+
+std::string Conduit() {
+  const char* conduit = std::getenv("EXIT_TEST_CONDUIT");
+  return conduit == nullptr ? "" : conduit;
+}
+
+// ---------------------------------------------------------------------------
+// Running a job.
+
+struct JobOptions {
+  int exit_timeout_s = kExitTimeoutS;
+  std::vector<std::string> env;  // "NAME=value", after the clean defaults
+  int launcher_signal = 0;       // sent once rank 0 wrote the ready file
+};
+
+struct ExitJob {
+  std::string mode;
+  int code = 0;
+  int n = 0;
+  JobResult r;
+  absl::Duration limit;
+  absl::Duration elapsed;
+  std::string tmpdir;
+  std::string job_id;  // from the ranks' "rank R: job=" lines; "" if none
+};
+
+// Every GASNET_* and GEX_* variable of the test's own environment, to be
+// unset in the job's ("NAME" alone unsets it in JobSpec.env).
+std::vector<std::string> InheritedRuntimeVariables() {
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name.rfind("GASNET_", 0) == 0 || name.rfind("GEX_", 0) == 0) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// Lines "rank R: job=<id> pid=<pid>" of stdout, by rank.
+std::multimap<int, std::string> JobIdLines(const std::string& out) {
+  static const std::regex re("^rank ([0-9]+): job=(\\S*) pid=[0-9]+$");
+  std::multimap<int, std::string> ids;
+  for (const std::string& line : Lines(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) {
+      ids.emplace(std::atoi(m[1].str().c_str()), m[2].str());
+    }
+  }
+  return ids;
+}
+
+ExitJob RunExitJob(const std::string& mode, int code, int n,
+                   const JobOptions& options = {}) {
+  ExitJob job;
+  job.mode = mode;
+  job.code = code;
+  job.n = n;
+  job.tmpdir = MakeTempDir("exit");
+  const std::string conduit = Conduit();
+  JobSpec spec;
+  spec.argv = {Runfile("tools/gasnetrun_" + conduit),
+               "-n",
+               std::to_string(n),
+               "-spawner=fork",
+               Runfile("tests/exit/exit_client_" + conduit),
+               mode,
+               std::to_string(code)};
+  spec.env = InheritedRuntimeVariables();
+  spec.env.push_back("GASNET_TMPDIR=" + job.tmpdir);
+  spec.env.push_back("TMPDIR=" + job.tmpdir);
+  spec.env.push_back(
+      absl::StrFormat("GASNET_EXITTIMEOUT=%d", options.exit_timeout_s));
+  const std::string ready_file = job.tmpdir + "/ready";
+  spec.env.push_back("EXIT_TEST_READY_FILE=" + ready_file);
+  spec.env.insert(spec.env.end(), options.env.begin(), options.env.end());
+  if (options.launcher_signal != 0) {
+    spec.signal = options.launcher_signal;
+    spec.signal_when_file = ready_file;
+  }
+  job.limit = absl::Seconds(options.exit_timeout_s) + kStartupAllowance;
+  spec.limit = job.limit;
+  const absl::Time start = absl::Now();
+  job.r = RunJob(spec);
+  job.elapsed = absl::Now() - start;
+  const auto ids = JobIdLines(job.r.out);
+  if (!ids.empty()) job.job_id = ids.begin()->second;
+  return job;
+}
+
+// ---------------------------------------------------------------------------
+// Judging a job.
+
+std::string Shorten(const std::string& text) {
+  constexpr size_t kKeep = 6000;
+  if (text.size() <= 2 * kKeep) return text;
+  return absl::StrCat(text.substr(0, kKeep), "\n...\n",
+                      text.substr(text.size() - kKeep));
+}
+
+std::string Describe(const ExitJob& job) {
+  return absl::StrFormat(
+      "conduit: %s\nmode: %s, code %d, %d rank(s)\ncommand: %s\nexit code: "
+      "%d\nelapsed: %s (limit %s)\nsurvivors: %d\njob id: %s\nstdout:\n%s\n"
+      "stderr:\n%s",
+      Conduit(), job.mode, job.code, job.n, job.r.command, job.r.exit_code,
+      absl::FormatDuration(job.elapsed), absl::FormatDuration(job.limit),
+      job.r.survivors.size(), job.job_id.empty() ? "(unknown)" : job.job_id,
+      Shorten(job.r.out), Shorten(job.r.err));
+}
+
+// What a job did wrong, reported once with the whole job (one failure per
+// job, listing every problem, instead of one dump per EXPECT).
+class Problems {
+ public:
+  template <typename... Args>
+  void Add(const absl::FormatSpec<Args...>& format, const Args&... args) {
+    problems_.push_back(absl::StrFormat(format, args...));
+  }
+
+  void ReportFor(const ExitJob& job) const {
+    if (problems_.empty()) return;
+    ADD_FAILURE() << "the job failed " << problems_.size() << " check(s):\n  - "
+                  << absl::StrJoin(problems_, "\n  - ") << "\n"
+                  << Describe(job);
+  }
+
+ private:
+  std::vector<std::string> problems_;
+};
+
+size_t CountLines(const std::string& text, const std::string& line) {
+  const std::vector<std::string> lines = Lines(text);
+  return std::count(lines.begin(), lines.end(), line);
+}
+
+// Names in `dir` that start with `prefix`.
+std::vector<std::string> EntriesWithPrefix(const std::string& dir,
+                                           const std::string& prefix) {
+  std::vector<std::string> found;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return found;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) == 0) found.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+enum class SigquitLines {
+  kNone,        // no rank prints "rank R: SIGQUIT"
+  kOthersOnce,  // every rank but the exiter prints it once, the exiter never
+};
+
+struct Expected {
+  int exit_code = 0;  // or kAnyNonzero
+  int exiter = 0;
+  SigquitLines sigquit = SigquitLines::kNone;
+};
+
+// The checks every job must pass (see the file comment).
+void CheckJob(const ExitJob& job, const Expected& expected,
+              Problems& problems) {
+  const JobResult& r = job.r;
+  // Liveness: the job ended by itself, before the runner's limit.
+  if (r.err.find(kKilledByRunner) != std::string::npos) {
+    problems.Add(
+        "the job did not end within its limit of %s (exit timeout + %s); "
+        "the test killed the launcher",
+        absl::FormatDuration(job.limit),
+        absl::FormatDuration(kStartupAllowance));
+  }
+  // Exit code.
+  if (expected.exit_code == kAnyNonzero) {
+    if (r.exit_code == 0) problems.Add("exit code 0, expected a nonzero one");
+  } else if (r.exit_code != expected.exit_code) {
+    problems.Add("exit code %d, expected %d", r.exit_code, expected.exit_code);
+  }
+  // Survivors.
+  if (!r.survivors.empty()) {
+    problems.Add("%d process(es) of the job outlived the launcher: pids %s",
+                 r.survivors.size(), absl::StrJoin(r.survivors, " "));
+  }
+  // Every rank's identity line, all naming one job.
+  const auto ids = JobIdLines(r.out);
+  for (int rank = 0; rank < job.n; ++rank) {
+    if (ids.count(rank) != 1) {
+      problems.Add(
+          "rank %d printed its \"rank %d: job=\" line %d times, "
+          "expected once",
+          rank, rank, ids.count(rank));
+    }
+  }
+  for (const auto& [rank, id] : ids) {
+    if (rank >= job.n) problems.Add("a line from rank %d of %d", rank, job.n);
+    if (id != job.job_id) {
+      problems.Add("rank %d names job '%s', rank %d job '%s'", rank, id,
+                   ids.begin()->first, job.job_id);
+    }
+  }
+  // Leaks.
+  if (job.job_id.empty()) {
+    problems.Add(
+        "no job id (no rank printed a non-empty \"job=\"): leaks cannot be "
+        "checked");
+  } else {
+    const std::vector<std::string> leaked =
+        EntriesWithPrefix("/dev/shm", "GASNT" + job.job_id + ".");
+    if (!leaked.empty()) {
+      problems.Add("leaked shared memory objects: %s",
+                   absl::StrJoin(leaked, " "));
+    }
+  }
+  const std::vector<std::string> leaked_files =
+      EntriesWithPrefix(job.tmpdir, "GASNT");
+  if (!leaked_files.empty()) {
+    problems.Add("leaked shared memory files: %s",
+                 absl::StrJoin(leaked_files, " "));
+  }
+  // The lines every rank left in its stdio buffer.
+  for (int rank = 0; rank < job.n; ++rank) {
+    std::vector<size_t> counts;
+    for (int k = 0; k < 3; ++k) {
+      counts.push_back(
+          CountLines(r.out, absl::StrFormat("rank %d line %d", rank, k)));
+    }
+    if (std::any_of(counts.begin(), counts.end(),
+                    [](size_t count) { return count != 1; })) {
+      problems.Add(
+          "\"rank %d line 0\", \"... line 1\", \"... line 2\" (left in its "
+          "stdio buffer) appeared %s times on stdout, expected once each",
+          rank, absl::StrJoin(counts, ", "));
+    }
+  }
+  // SIGQUIT reports of the client's own handler.
+  for (int rank = 0; rank < job.n; ++rank) {
+    const std::string line = absl::StrFormat("rank %d: SIGQUIT", rank);
+    const size_t count = CountLines(r.out, line);
+    const size_t want =
+        expected.sigquit == SigquitLines::kOthersOnce && rank != expected.exiter
+            ? 1
+            : 0;
+    if (count != want) {
+      problems.Add("\"%s\" appeared %d times on stdout, expected %d", line,
+                   count, want);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One job per exit path and rank count.
+
+struct ExitCase {
+  const char* mode;
+  int code;      // the client's <code>
+  int expected;  // the job's exit code, or kAnyNonzero
+  int launcher_signal = 0;
+  bool one_rank = true;  // also run at N = 1
+};
+
+const ExitCase kCases[] = {
+    {"collective", 7, 7},
+    {"collective", 0, 0},
+    {"barrier", 42, 42},
+    {"spin", 9, 9},
+    {"rma", 11, 11},
+    {"return-all", 0, 0},
+    {"return-all", 13, 13},
+    {"return-one", 17, 17},
+    {"exit-all", 19, 19},
+    {"exit-one", 23, 23},
+    {"request-handler", 29, 29},
+    {"reply-handler", 31, 31},
+    {"sigsegv", 5, 128 + SIGSEGV},
+    {"sigabrt", 5, 128 + SIGABRT},
+    {"launcher-signal", 5, 128 + SIGTERM, SIGTERM},
+    {"launcher-signal", 5, 128 + SIGINT, SIGINT},
+    {"sigkill", 5, 128 + SIGKILL},
+    // Nonzero only: it may end by the exit alarm. At N = 1 it is sigkill.
+    {"rank0-dead", 5, kAnyNonzero, 0, false},
+    {"sigquit-handler", 37, 37},
+    {"sigquit-default", 41, 41},
+};
+
+struct ExitParam {
+  ExitCase c;
+  int n;
+};
+
+std::ostream& operator<<(std::ostream& os, const ExitParam& p) {
+  return os << p.c.mode << " code " << p.c.code << " at " << p.n << " rank(s)";
+}
+
+std::vector<ExitParam> ExitParams() {
+  std::vector<ExitParam> params;
+  for (const ExitCase& c : kCases) {
+    for (int n : {1, 2, 4, 8}) {
+      if (n == 1 && !c.one_rank) continue;
+      params.push_back({c, n});
+    }
+  }
+  return params;
+}
+
+// "collective_code7_4ranks", "sigsegv_2ranks",
+// "launcher_signal_SIGTERM_8ranks".
+std::string ExitParamName(const ::testing::TestParamInfo<ExitParam>& info) {
+  const ExitCase& c = info.param.c;
+  std::string name = c.mode;
+  std::replace(name.begin(), name.end(), '-', '_');
+  if (c.launcher_signal != 0) {
+    absl::StrAppend(&name, "_",
+                    c.launcher_signal == SIGTERM ? "SIGTERM"
+                    : c.launcher_signal == SIGINT
+                        ? "SIGINT"
+                        : std::to_string(c.launcher_signal));
+  } else if (c.expected == c.code) {
+    absl::StrAppend(&name, "_code", c.code);
+  }
+  return absl::StrCat(name, "_", info.param.n, "ranks");
+}
+
+class ExitPathTest : public ::testing::TestWithParam<ExitParam> {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(Conduit().empty())
+        << "EXIT_TEST_CONDUIT is not set (exit_tests.bzl sets it)";
+  }
+};
+
+TEST_P(ExitPathTest, WholeJobEndsCleanly) {
+  const ExitCase& c = GetParam().c;
+  const int n = GetParam().n;
+  const std::string mode = c.mode;
+  JobOptions options;
+  options.launcher_signal = c.launcher_signal;
+  const ExitJob job = RunExitJob(mode, c.code, n, options);
+  Expected expected;
+  expected.exit_code = c.expected;
+  expected.exiter = mode == "rank0-dead" ? 0 : n - 1;
+  expected.sigquit = mode == "sigquit-handler" ? SigquitLines::kOthersOnce
+                                               : SigquitLines::kNone;
+  Problems problems;
+  CheckJob(job, expected, problems);
+  problems.ReportFor(job);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ExitPathTest, ::testing::ValuesIn(ExitParams()),
+                         ExitParamName);
+
+// ---------------------------------------------------------------------------
+// The exit protocol's Active Messages, from GEX_EXIT_REPORT=1:
+//   *** EXIT (proc R): code=C outcome=O sent: reduce=A elect=B
+//       elect_reply=C exit_request=D exit_reply=E
+// (one line on stderr per rank, at the end of its exit).
+
+struct ExitReport {
+  int code = 0;
+  std::string outcome;  // reduced, leader, member or failed
+  int reduce = 0;
+  int elect = 0;
+  int elect_reply = 0;
+  int exit_request = 0;
+  int exit_reply = 0;
+  std::string line;
+
+  int ElectionAndRequests() const {
+    return elect + elect_reply + exit_request + exit_reply;
+  }
+};
+
+// Every rank's report line; a malformed, duplicated, foreign or missing
+// line is a problem.
+std::map<int, ExitReport> ExitReports(const ExitJob& job, Problems& problems) {
+  static const std::regex re(
+      "^\\*\\*\\* EXIT \\(proc ([0-9]+)\\): code=(-?[0-9]+) "
+      "outcome=(reduced|leader|member|failed) sent: reduce=([0-9]+) "
+      "elect=([0-9]+) elect_reply=([0-9]+) exit_request=([0-9]+) "
+      "exit_reply=([0-9]+)( .*)?$");
+  std::map<int, ExitReport> reports;
+  for (const std::string& line : Lines(job.r.err)) {
+    if (line.rfind("*** EXIT (proc ", 0) != 0) continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, re)) {
+      problems.Add("malformed exit report: %s", line);
+      continue;
+    }
+    const int rank = std::atoi(m[1].str().c_str());
+    if (rank >= job.n) {
+      problems.Add("an exit report from rank %d of %d: %s", rank, job.n, line);
+      continue;
+    }
+    if (reports.count(rank) != 0) {
+      problems.Add("rank %d reported its exit twice:\n      %s\n      %s", rank,
+                   reports[rank].line, line);
+      continue;
+    }
+    ExitReport& report = reports[rank];
+    report.code = std::atoi(m[2].str().c_str());
+    report.outcome = m[3].str();
+    report.reduce = std::atoi(m[4].str().c_str());
+    report.elect = std::atoi(m[5].str().c_str());
+    report.elect_reply = std::atoi(m[6].str().c_str());
+    report.exit_request = std::atoi(m[7].str().c_str());
+    report.exit_reply = std::atoi(m[8].str().c_str());
+    report.line = line;
+  }
+  for (int rank = 0; rank < job.n; ++rank) {
+    if (reports.count(rank) == 0) {
+      problems.Add("rank %d printed no \"*** EXIT (proc %d): ...\" line", rank,
+                   rank);
+    }
+  }
+  return reports;
+}
+
+int CeilLog2(int n) {
+  int rounds = 0;
+  while ((1 << rounds) < n) ++rounds;
+  return rounds;
+}
+
+enum class Grouping {
+  kEveryRank,  // GEX_EXIT_GROUP=1: every exit message is an AM
+  kDefault,    // one group per supernode (on smp: the whole job)
+};
+
+struct TrafficParam {
+  const char* mode;  // collective or spin
+  Grouping grouping;
+  int n;
+};
+
+std::ostream& operator<<(std::ostream& os, const TrafficParam& p) {
+  return os << p.mode
+            << (p.grouping == Grouping::kEveryRank ? " GEX_EXIT_GROUP=1"
+                                                   : " default grouping")
+            << " at " << p.n << " rank(s)";
+}
+
+std::vector<TrafficParam> TrafficParams() {
+  std::vector<TrafficParam> params;
+  for (int n : {1, 2, 4, 8}) {
+    params.push_back({"collective", Grouping::kEveryRank, n});
+  }
+  for (int n : {2, 4, 8}) params.push_back({"spin", Grouping::kEveryRank, n});
+  for (int n : {2, 4, 8}) {
+    params.push_back({"collective", Grouping::kDefault, n});
+  }
+  return params;
+}
+
+// "collective_group1_4ranks", "collective_default_group_8ranks".
+std::string TrafficParamName(
+    const ::testing::TestParamInfo<TrafficParam>& info) {
+  return absl::StrCat(info.param.mode,
+                      info.param.grouping == Grouping::kEveryRank
+                          ? "_group1_"
+                          : "_default_group_",
+                      info.param.n, "ranks");
+}
+
+class ExitTrafficTest : public ::testing::TestWithParam<TrafficParam> {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(Conduit().empty())
+        << "EXIT_TEST_CONDUIT is not set (exit_tests.bzl sets it)";
+  }
+};
+
+// A reduce that completed: every rank `reduced`, `reduce` AMs each and no
+// election or exit request.
+void CheckReduced(const std::map<int, ExitReport>& reports, int code,
+                  int reduce, Problems& problems) {
+  for (const auto& [rank, report] : reports) {
+    if (report.outcome != "reduced" || report.code != code ||
+        report.reduce != reduce || report.ElectionAndRequests() != 0) {
+      problems.Add(
+          "rank %d: expected code=%d outcome=reduced reduce=%d and no "
+          "election/exit messages; got: %s",
+          rank, code, reduce, report.line);
+    }
+  }
+}
+
+// A non-collective exit by rank n-1 while the others poll: the seed's best
+// case, 2N election and exit request/reply AMs in all.
+void CheckLeaderAndMembers(const std::map<int, ExitReport>& reports, int n,
+                           int code, Problems& problems) {
+  const int leader = n - 1;
+  int total = 0;
+  for (const auto& [rank, report] : reports) {
+    total += report.ElectionAndRequests();
+    if (report.code != code) {
+      problems.Add("rank %d: code=%d, expected %d: %s", rank, report.code, code,
+                   report.line);
+    }
+    if (rank == leader) {
+      if (report.outcome != "leader" || report.exit_request != n - 1) {
+        problems.Add(
+            "rank %d (the exiter): expected outcome=leader exit_request=%d; "
+            "got: %s",
+            rank, n - 1, report.line);
+      }
+    } else if (report.outcome != "member" || report.exit_reply != 1) {
+      problems.Add("rank %d: expected outcome=member exit_reply=1; got: %s",
+                   rank, report.line);
+    }
+  }
+  if (static_cast<int>(reports.size()) == n) {
+    if (total != 2 * n) {
+      problems.Add(
+          "elect + elect_reply + exit_request + exit_reply over all ranks is "
+          "%d, expected 2N = %d (the best case)",
+          total, 2 * n);
+    }
+    if (total > 4 * n - 2) {
+      problems.Add(
+          "%d election and exit request/reply AMs: more than the "
+          "worst case 4N-2 = %d",
+          total, 4 * n - 2);
+    }
+  }
+}
+
+TEST_P(ExitTrafficTest, ExitProtocolSendsTheExpectedActiveMessages) {
+  const TrafficParam& p = GetParam();
+  const std::string mode = p.mode;
+  const int code = mode == "spin"                     ? 6
+                   : p.grouping == Grouping::kDefault ? 0
+                                                      : 3;
+  JobOptions options;
+  options.exit_timeout_s = 10;
+  options.env = {"GEX_EXIT_REPORT=1"};
+  if (p.grouping == Grouping::kEveryRank) {
+    options.env.push_back("GEX_EXIT_GROUP=1");
+  }
+  const ExitJob job = RunExitJob(mode, code, p.n, options);
+  Problems problems;
+  Expected expected;
+  expected.exit_code = code;
+  expected.exiter = p.n - 1;
+  CheckJob(job, expected, problems);
+  const std::map<int, ExitReport> reports = ExitReports(job, problems);
+  if (mode == "collective") {
+    CheckReduced(reports, code,
+                 p.grouping == Grouping::kEveryRank ? CeilLog2(p.n) : 0,
+                 problems);
+  } else {
+    CheckLeaderAndMembers(reports, p.n, code, problems);
+  }
+  problems.ReportFor(job);
+}
+
+INSTANTIATE_TEST_SUITE_P(Traffic, ExitTrafficTest,
+                         ::testing::ValuesIn(TrafficParams()),
+                         TrafficParamName);
+
+}  // namespace
+}  // namespace gex::testing
