@@ -64,6 +64,11 @@ class CollectiveRelay {
   // child it goes up, from the parent it goes down.
   void OnFailedFromChild(const wire::CollectiveFailed& failed);
   void OnFailedFromParent(const wire::CollectiveFailed& failed);
+  // Whether some collective has contributions waiting for others (its
+  // ranks are blocked in the bootstrap and learn of a departed rank from
+  // OnRankGone's failure).
+  bool HasPending() const { return !pending_.empty(); }
+
   // Rank `rank` (below this node) is gone (exited, or left with Fini):
   // every collective that still needs it fails now, and so will every later
   // one it has not joined. Every node on the rank's path to the root is

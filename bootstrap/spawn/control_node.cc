@@ -312,7 +312,10 @@ void ControlNode::HandleRankExit(Rank rank, int wait_status) {
     // the others may be waiting for it forever (a barrier, a spin loop).
     // SIGTERM lets each run its graceful exit (exit/) with its output
     // flushed; whoever is still there at the exit timeout gets SIGKILL.
-    if (!clean && !rank_fini_[rank] && killed_with_ == 0) {
+    // Ranks blocked in a bootstrap collective are not signalled: the
+    // collective's failure names the rank that left, which says more.
+    if (!clean && !rank_fini_[rank] && killed_with_ == 0 &&
+        !relay_->HasPending()) {
       int running = 0;
       for (Rank r = 0; r < options_.job_size; ++r) running += !rank_exited_[r];
       if (running > 0) {
