@@ -44,8 +44,9 @@ void FreezeForDebuggerIfEnabled() {
                  "with 'gdb -p %d', then 'set var gasnet_frozen = 0' and "
                  "'continue'",
                  who, pid, pid);
-  WriteStderrLine(line);
+  // Set before the message: whoever reads it may look at the flag next.
   gasnet_frozen = 1;
+  WriteStderrLine(line);
   while (gasnet_frozen != 0) {
     // A debugger may clear the flag at any moment; look every 10 ms.
     const struct timespec tick = {0, 10 * 1000 * 1000};
