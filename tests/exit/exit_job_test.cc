@@ -403,6 +403,36 @@ TEST_P(ExitPathTest, WholeJobEndsCleanly) {
 INSTANTIATE_TEST_SUITE_P(Paths, ExitPathTest, ::testing::ValuesIn(ExitParams()),
                          ExitParamName);
 
+// GASNET_BACKTRACE: a fatal signal names itself and, with the setting on,
+// is followed by the failing thread's stack (frames of the client among
+// them); off, no stack. Either way the job still ends cleanly.
+TEST(FatalSignalTest, BacktraceFollowsTheSignalOnlyWhenAskedFor) {
+  ASSERT_FALSE(Conduit().empty());
+  for (const bool backtrace : {true, false}) {
+    JobOptions options;
+    options.env.push_back(backtrace ? "GASNET_BACKTRACE=1"
+                                    : "GASNET_BACKTRACE=0");
+    const ExitJob job = RunExitJob("sigsegv", 5, 2, options);
+    Expected expected;
+    expected.exit_code = 128 + SIGSEGV;
+    expected.exiter = 1;
+    Problems problems;
+    CheckJob(job, expected, problems);
+    problems.ReportFor(job);
+    const std::string caught =
+        "*** Caught a fatal signal (proc 1): SIGSEGV(11)\n";
+    const size_t at = job.r.err.find(caught);
+    ASSERT_NE(at, std::string::npos) << job.r.err;
+    const std::string after = job.r.err.substr(at + caught.size());
+    const std::string frame = "exit_client_" + Conduit() + "(";
+    if (backtrace) {
+      EXPECT_NE(after.find(frame), std::string::npos) << job.r.err;
+    } else {
+      EXPECT_EQ(job.r.err.find(frame), std::string::npos) << job.r.err;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The exit protocol's Active Messages, from GEX_EXIT_REPORT=1:
 //   *** EXIT (proc R): code=C outcome=O sent: reduce=A elect=B
