@@ -44,15 +44,8 @@ std::string WarningText(std::string_view message) {
 }
 
 bool BacktraceEnabled() {
-  // Read directly rather than through env settings: this runs on the fatal
-  // path, possibly before settings can be used, and must not recurse into
-  // FatalError on a malformed value (which counts as "no").
-  static const bool enabled = [] {
-    const char* value = std::getenv("GASNET_BACKTRACE");
-    if (value == nullptr) return false;
-    absl::StatusOr<bool> parsed = env::ParseBool(value);
-    return parsed.ok() && *parsed;
-  }();
+  // This runs on the fatal path, possibly before settings can be used.
+  static const bool enabled = env::FlagEnabled("GASNET_BACKTRACE");
   return enabled;
 }
 

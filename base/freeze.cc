@@ -17,12 +17,7 @@ volatile int gasnet_frozen = 0;
 namespace gex {
 
 bool FreezeOnErrorEnabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("GASNET_FREEZE_ON_ERROR");
-    if (value == nullptr) return false;
-    absl::StatusOr<bool> parsed = env::ParseBool(value);
-    return parsed.ok() && *parsed;
-  }();
+  static const bool enabled = env::FlagEnabled("GASNET_FREEZE_ON_ERROR");
   return enabled;
 }
 

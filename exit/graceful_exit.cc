@@ -73,10 +73,7 @@ void OnProcessExit(int status, void*) {
 void Install(const Environment& env) {
   auto* s = new State;
   s->env = env;
-  if (const char* v = std::getenv("GEX_EXIT_REPORT"); v != nullptr) {
-    absl::StatusOr<bool> on = env::ParseBool(v);
-    s->report = on.ok() && *on;
-  }
+  s->report = env::FlagEnabled("GEX_EXIT_REPORT");
   g_state.store(s);
   env.protocol->Join(static_cast<int32_t>(getpid()));
   InstallSignalHandlers();

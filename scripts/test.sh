@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
-#   2. the base, bootstrap, pshm, am, rma and api layers' tests, and the
-#      launcher's, PSHM's, the C and C++ APIs' end-to-end tests and the
+#   2. the base, bootstrap, pshm, am, rma, exit and api layers' tests, and
+#      the launcher's, PSHM's, the C and C++ APIs' end-to-end tests and the
 #      C++/RMA benchmark smoke tests, again under AddressSanitizer and
-#      UBSan; the PSHM network's threaded tests and the PAR-mode C and C++
-#      API tests under ThreadSanitizer;
+#      UBSan (the exit paths' job tests under UBSan); the PSHM network's
+#      threaded tests, the exit protocol's and the PAR-mode C and C++ API
+#      tests under ThreadSanitizer;
 #   3. the layering check (no upward dependency edge; the seven dependency
 #      targets exist);
 #   4. a scratch workspace that consumes gex through gex_dependencies().
@@ -48,15 +49,20 @@ run_check() {
 
 run_bazel_tests //...
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
-  //tests/pshm/... //am/... //rma/... //api/... //tests/api/... //examples/...
+  //tests/pshm/... //am/... //rma/... //exit/... //api/... //tests/api/...
+  //examples/...
   //tests/benchmarks:cpp_api_benchmark_smoke_test
   //tests/benchmarks:gex_rma_bench_smoke_test)
 run_bazel_tests --config=asan "${sanitized[@]}"
-run_bazel_tests --config=ubsan "${sanitized[@]}"
+# The exit paths under UBSan too (not ASan: its own SIGSEGV handler takes
+# the place of the runtime's, as exit/signals.h intends, so the fatal
+# signal cases end the way ASan decides).
+run_bazel_tests --config=ubsan "${sanitized[@]}" //tests/exit/...
 # The lock-free queue's threaded tests and the PAR-mode client (threads
 # sending and polling concurrently), under ThreadSanitizer.
 run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
-  //tests/api:rma_job_test //rma:event_test //tests/api:cpp_job_test
+  //tests/api:rma_job_test //rma:event_test //tests/api:cpp_job_test \
+  //exit:protocol_test
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <system_error>
 
@@ -132,6 +133,13 @@ absl::StatusOr<bool> ParseBool(std::string_view text) {
   }
   return Invalid(word.empty() ? "the value is empty" : "not a boolean",
                  kBoolForms);
+}
+
+bool FlagEnabled(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return false;
+  absl::StatusOr<bool> parsed = ParseBool(value);
+  return parsed.ok() && *parsed;
 }
 
 absl::StatusOr<int64_t> ParseInt(std::string_view text, int64_t min,

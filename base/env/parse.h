@@ -29,6 +29,13 @@ namespace gex::env {
 // Booleans: 1/0, yes/no, y/n, true/false, on/off, in any case.
 absl::StatusOr<bool> ParseBool(std::string_view text);
 
+// Whether environment variable `name` holds a true boolean; unset or
+// malformed is false. Reads getenv directly, without the settings layer's
+// reporting or errors: for switches read on fatal or exit paths (and
+// before settings can be used), where a bad value must not recurse into a
+// fatal error.
+bool FlagEnabled(const char* name);
+
 // Integers: optional sign, then decimal digits or 0x-prefixed hex digits.
 // The result must lie in [min, max].
 absl::StatusOr<int64_t> ParseInt(std::string_view text, int64_t min,

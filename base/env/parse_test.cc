@@ -1,5 +1,7 @@
 #include "base/env/parse.h"
 
+#include <stdlib.h>
+
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -18,6 +20,21 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 std::string Message(const absl::Status& status) {
   return std::string(status.message());
+}
+
+TEST(FlagEnabledTest, TrueOnlyForATrueBoolean) {
+  constexpr char kName[] = "GEX_TEST_FLAG_ENABLED";
+  unsetenv(kName);
+  EXPECT_FALSE(FlagEnabled(kName));
+  for (const char* yes : {"1", "yes", "ON", " true "}) {
+    setenv(kName, yes, 1);
+    EXPECT_TRUE(FlagEnabled(kName)) << yes;
+  }
+  for (const char* no : {"0", "no", "", "maybe"}) {
+    setenv(kName, no, 1);
+    EXPECT_FALSE(FlagEnabled(kName)) << no;
+  }
+  unsetenv(kName);
 }
 
 TEST(ParseBoolTest, AcceptsEveryDocumentedSpellingInAnyCase) {

@@ -187,21 +187,6 @@ size_t CountLines(const std::string& text, const std::string& line) {
   return std::count(lines.begin(), lines.end(), line);
 }
 
-// Names in `dir` that start with `prefix`.
-std::vector<std::string> EntriesWithPrefix(const std::string& dir,
-                                           const std::string& prefix) {
-  std::vector<std::string> found;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return found;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.rfind(prefix, 0) == 0) found.push_back(dir + "/" + name);
-  }
-  closedir(d);
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
 enum class SigquitLines {
   kNone,        // no rank prints "rank R: SIGQUIT"
   kOthersOnce,  // every rank but the exiter prints it once, the exiter never

@@ -74,21 +74,6 @@ pid_t RankPid(const std::string& pid_dir, int rank) {
       ReadFirstLine(absl::StrFormat("%s/%d.pid", pid_dir, rank)).c_str()));
 }
 
-// Names in `dir` that start with `prefix`.
-std::vector<std::string> EntriesWithPrefix(const std::string& dir,
-                                           const std::string& prefix) {
-  std::vector<std::string> found;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return found;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.rfind(prefix, 0) == 0) found.push_back(dir + "/" + name);
-  }
-  closedir(d);
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
 struct SysvSegment {
   long id;
   unsigned long size;

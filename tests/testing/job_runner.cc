@@ -131,6 +131,20 @@ std::vector<pid_t> WaitForPidsGone(const std::vector<pid_t>& pids,
   return live;
 }
 
+std::vector<std::string> EntriesWithPrefix(const std::string& dir,
+                                           const std::string& prefix) {
+  std::vector<std::string> found;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return found;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) == 0) found.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);

@@ -65,6 +65,12 @@ std::vector<pid_t> LivePids(const std::vector<pid_t>& pids);
 std::vector<pid_t> WaitForPidsGone(const std::vector<pid_t>& pids,
                                    absl::Duration limit);
 
+// Paths of the entries of `dir` whose names start with `prefix` (leak
+// checks: "/dev/shm", "GASNT<job id>."), sorted; none when `dir` cannot be
+// read.
+std::vector<std::string> EntriesWithPrefix(const std::string& dir,
+                                           const std::string& prefix);
+
 // Lines of `text`.
 std::vector<std::string> Lines(const std::string& text);
 
