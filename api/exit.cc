@@ -25,17 +25,18 @@ class AmTransport final : public exit::Transport {
  public:
   AmTransport(Runtime* rt, uint8_t handler) : rt_(rt), handler_(handler) {}
 
-  void Send(Rank dest, const exit::Message& m, bool reply) override {
+  bool TrySend(Rank dest, const exit::Message& m, bool reply) override {
     const int32_t index = rt_->supernode->LocalIndex(dest);
     if (index < 0) {
       FatalErrorF("exit: rank %u cannot be reached from rank %u", dest,
                   rt_->rank);
     }
     const uint32_t args[3] = {static_cast<uint32_t>(m.kind), m.a, m.b};
-    rt_->net->Send(reply ? pshm::Channel::kReply : pshm::Channel::kRequest,
-                   static_cast<uint32_t>(index), pshm::Category::kShort,
-                   handler_, args, 3, nullptr, 0, nullptr, 0,
-                   /*immediate=*/false);
+    return rt_->net->Send(
+               reply ? pshm::Channel::kReply : pshm::Channel::kRequest,
+               static_cast<uint32_t>(index), pshm::Category::kShort, handler_,
+               args, 3, nullptr, 0, nullptr, 0,
+               /*immediate=*/true) == pshm::SendStatus::kOk;
   }
 
   void Poll() override { rt_->net->Poll(); }

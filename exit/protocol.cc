@@ -40,7 +40,8 @@ Protocol::Protocol(const Topology& topology, void* area, Transport* transport,
                                            topology.supernode.size() *
                                                sizeof(MemberCell))),
       my_index_(topology.my_index),
-      replied_(new std::atomic<uint8_t>[topology.size]()) {
+      replied_(new std::atomic<uint8_t>[topology.size]()),
+      requested_(new uint8_t[topology.size]()) {
   const auto members = static_cast<uint32_t>(topology_.supernode.size());
   group_size_ = GroupSize(members, topology_.group_size);
   group_first_ = my_index_ / group_size_ * group_size_;
@@ -67,9 +68,21 @@ Counts Protocol::counts() const {
   return c;
 }
 
-void Protocol::Send(Rank dest, const Message& m, bool reply) {
+bool Protocol::TrySend(Rank dest, const Message& m, bool reply) {
+  if (!transport_->TrySend(dest, m, reply)) return false;
   sent_[static_cast<int>(m.kind)].fetch_add(1, std::memory_order_relaxed);
-  transport_->Send(dest, m, reply);
+  return true;
+}
+
+bool Protocol::SendBy(Rank dest, const Message& m, Deadline deadline,
+                      bool stop_on_request) {
+  while (!TrySend(dest, m, /*reply=*/false)) {
+    if (stop_on_request && request_received()) return false;
+    if (MonotonicNanos() >= deadline) return false;
+    transport_->Poll();
+    if (polite_) sched_yield();
+  }
+  return true;
 }
 
 template <typename Done>
@@ -125,8 +138,11 @@ int Protocol::Reduce(int code, Deadline deadline) {
     const Rank to =
         topology_.leaders[(static_cast<size_t>(my_leader_) + (size_t{1} << r)) %
                           leaders];
-    Send(to, Message{MessageKind::kReduce, r, static_cast<uint32_t>(value)},
-         /*reply=*/false);
+    if (!SendBy(to,
+                Message{MessageKind::kReduce, r, static_cast<uint32_t>(value)},
+                deadline, true)) {
+      return -1;
+    }
     uint64_t word = 0;
     if (!WaitUntil(
             [&] {
@@ -148,21 +164,21 @@ Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
   if (topology_.rank == 0) {
     return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
   }
-  Send(0, Message{MessageKind::kElect, static_cast<uint32_t>(code), 0},
-       /*reply=*/false);
+  // Rank 0 a supernode peer: at `fallback_at` its shared word decides.
+  const Deadline ask_by =
+      leader_taken_ != nullptr ? std::min(fallback_at, deadline) : deadline;
   auto answered = [&] {
     return elect_answer_.load(std::memory_order_acquire) != 0;
   };
-  if (leader_taken_ != nullptr) {
-    WaitUntil(answered, std::min(fallback_at, deadline), true);
-    if (!answered() && !request_received()) {
-      // Rank 0 is silent: take the election in its cell directly. Its own
-      // answers use the same word, so there is still one leader.
-      return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
-    }
-  }
-  WaitUntil(answered, deadline, true);
+  const Message ask{MessageKind::kElect, static_cast<uint32_t>(code), 0};
+  if (SendBy(0, ask, ask_by, true)) WaitUntil(answered, ask_by, true);
   if (request_received()) return Role::kMember;
+  if (!answered() && leader_taken_ != nullptr) {
+    // Rank 0 is silent (computing, stuck or dead): take the election in
+    // its cell directly. Its own answers use the same word, so there is
+    // still one leader.
+    return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
+  }
   switch (elect_answer_.load(std::memory_order_acquire)) {
     case 1:
       return Role::kLeader;
@@ -179,28 +195,10 @@ bool Protocol::MarkReplied(Rank r) {
   return true;
 }
 
-bool Protocol::Lead(int code, Deadline nudge_at, Deadline deadline) {
-  const Rank size = topology_.size;
-  const Message request{MessageKind::kExitRequest, static_cast<uint32_t>(code),
-                        0};
-  for (Rank r = 0; r < size; ++r) {
-    if (r != topology_.rank) Send(r, request, /*reply=*/false);
-  }
-  const Rank others = size - 1;
-  const auto members = static_cast<uint32_t>(topology_.supernode.size());
-  auto all_replied = [&] {
-    // A nudged peer answers in shared memory instead of with a message.
-    for (uint32_t i = 0; i < members; ++i) {
-      if (i != my_index_ &&
-          member(i).ack.load(std::memory_order_acquire) != 0) {
-        MarkReplied(topology_.supernode[i]);
-      }
-    }
-    return replies_.load(std::memory_order_acquire) >= others;
-  };
-  if (WaitUntil(all_replied, std::min(nudge_at, deadline), false)) return true;
+void Protocol::Nudge(int code) {
   const uint64_t word = kPresent | uint64_t{topology_.rank} << 8 |
                         static_cast<uint64_t>(code & 0xff);
+  const auto members = static_cast<uint32_t>(topology_.supernode.size());
   for (uint32_t i = 0; i < members; ++i) {
     const Rank peer = topology_.supernode[i];
     if (i == my_index_ || replied_[peer].load() != 0) continue;
@@ -208,7 +206,42 @@ bool Protocol::Lead(int code, Deadline nudge_at, Deadline deadline) {
     const int32_t pid = member(i).pid.load(std::memory_order_acquire);
     if (pid > 0) kill(pid, kNudgeSignal);
   }
-  return WaitUntil(all_replied, deadline, false);
+}
+
+bool Protocol::Lead(int code, Deadline nudge_at, Deadline deadline) {
+  const Rank size = topology_.size;
+  const Rank others = size - 1;
+  const auto members = static_cast<uint32_t>(topology_.supernode.size());
+  const Message request{MessageKind::kExitRequest, static_cast<uint32_t>(code),
+                        0};
+  bool nudged = false;
+  for (;;) {
+    // Requests go out as queues have room: a peer that is dead or stuck
+    // (its queue full) must not keep the others from hearing.
+    for (Rank r = 0; r < size; ++r) {
+      if (r == topology_.rank || requested_[r] != 0 || replied_[r] != 0) {
+        continue;
+      }
+      if (TrySend(r, request, /*reply=*/false)) requested_[r] = 1;
+    }
+    // A peer answers with a message, or in its shared cell (nudged, or its
+    // reply found no room).
+    for (uint32_t i = 0; i < members; ++i) {
+      if (i != my_index_ &&
+          member(i).ack.load(std::memory_order_acquire) != 0) {
+        MarkReplied(topology_.supernode[i]);
+      }
+    }
+    if (replies_.load(std::memory_order_acquire) >= others) return true;
+    const int64_t now = MonotonicNanos();
+    if (now >= deadline) return false;
+    if (!nudged && now >= nudge_at) {
+      Nudge(code);
+      nudged = true;
+    }
+    transport_->Poll();
+    if (polite_) sched_yield();
+  }
 }
 
 bool Protocol::AwaitRequest(Deadline deadline) {
@@ -216,6 +249,9 @@ bool Protocol::AwaitRequest(Deadline deadline) {
 }
 
 void Protocol::RequestArrived(Rank leader, int code) {
+  // The answer in shared memory too: a leader on this supernode reads it
+  // even when the reply message found no room.
+  member(my_index_).ack.store(1, std::memory_order_release);
   uint64_t none = 0;
   request_.compare_exchange_strong(
       none, kPresent | uint64_t{leader} << 8 | static_cast<uint64_t>(code),
@@ -227,7 +263,6 @@ bool Protocol::TakeSharedRequest() {
   const uint64_t word =
       member(my_index_).request.load(std::memory_order_acquire);
   if (word == 0) return false;
-  member(my_index_).ack.store(1, std::memory_order_release);
   RequestArrived(static_cast<Rank>((word >> 8) & 0xffffffffu),
                  static_cast<int>(word & 0xff));
   return true;
@@ -244,8 +279,10 @@ void Protocol::OnMessage(Rank source, const Message& m) {
     case MessageKind::kElect: {
       // Rank 0: the first candidate leads, whoever asks later follows.
       const bool lead = leader_taken_->exchange(1) == 0;
-      Send(source, Message{MessageKind::kElectReply, lead ? 1u : 0u, 0},
-           /*reply=*/true);
+      // No room for the answer: the candidate falls back to the shared
+      // word (a supernode peer) or fails its election at its deadline.
+      TrySend(source, Message{MessageKind::kElectReply, lead ? 1u : 0u, 0},
+              /*reply=*/true);
       return;
     }
     case MessageKind::kElectReply:
@@ -254,7 +291,7 @@ void Protocol::OnMessage(Rank source, const Message& m) {
     case MessageKind::kExitRequest:
       // Reply first: the leader must hear from every rank, and this
       // handler may never return (on_remote_exit can end the process).
-      Send(source, Message{MessageKind::kExitReply, 0, 0}, /*reply=*/true);
+      TrySend(source, Message{MessageKind::kExitReply, 0, 0}, /*reply=*/true);
       RequestArrived(source, static_cast<int>(m.a & 0xff));
       return;
     case MessageKind::kExitReply:

@@ -78,9 +78,11 @@ struct Message {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Sends `m` to rank `dest` (possibly this rank); may wait for space,
-  // polling meanwhile.
-  virtual void Send(Rank dest, const Message& m, bool reply) = 0;
+  // Sends `m` to rank `dest` (possibly this rank) if that can be done now;
+  // false when there is no room (a full queue). Never waits: the peer may
+  // be dead, or stuck itself, and the protocol must still reach its
+  // deadline; it retries while polling, or falls back to shared memory.
+  virtual bool TrySend(Rank dest, const Message& m, bool reply) = 0;
   // Delivers what has arrived, this protocol's messages to OnMessage.
   virtual void Poll() = 0;
 };
@@ -180,7 +182,15 @@ class Protocol {
 
   MemberCell& member(uint32_t index) const { return members_[index]; }
   GroupCell& group_cell() const { return groups_[my_index_ / group_size_]; }
-  void Send(Rank dest, const Message& m, bool reply);
+  // One try (counted when it went out).
+  bool TrySend(Rank dest, const Message& m, bool reply);
+  // Tries until sent, polling in between; false at `deadline` (or, with
+  // `stop_on_request`, once an exit request has arrived).
+  bool SendBy(Rank dest, const Message& m, Deadline deadline,
+              bool stop_on_request);
+  // Writes the request into the cells of supernode peers that have not
+  // replied, and signals them.
+  void Nudge(int code);
   // Polls until `done()` or `deadline`; with `stop_on_request`, also stops
   // when an exit request has arrived. Returns done().
   template <typename Done>
@@ -210,6 +220,7 @@ class Protocol {
   std::atomic<int> elect_answer_{0};                 // 1 leader, 2 member.
   std::atomic<uint64_t> request_{0};  // kPresent | leader << 8 | code.
   std::unique_ptr<std::atomic<uint8_t>[]> replied_;  // By rank.
+  std::unique_ptr<uint8_t[]> requested_;  // Leader: request sent, by rank.
   std::atomic<uint32_t> replies_{0};
   std::atomic<uint32_t> sent_[kMessageKinds] = {};
 };

@@ -37,7 +37,7 @@ class Job;
 class FakeTransport : public Transport {
  public:
   FakeTransport(Job* job, Rank me) : job_(job), me_(me) {}
-  void Send(Rank dest, const Message& m, bool reply) override;
+  bool TrySend(Rank dest, const Message& m, bool reply) override;
   void Poll() override;
 
  private:
@@ -93,9 +93,17 @@ class Job {
   int remote_code(Rank r) const { return remote_[r].code.load(); }
   int remote_calls(Rank r) const { return remote_[r].calls.load(); }
 
-  void Deliver(Rank from, Rank to, const Message& m) {
+  // False, as a full queue would, when `to` is marked full.
+  bool Deliver(Rank from, Rank to, const Message& m) {
     std::lock_guard<std::mutex> lock(mailboxes_[to].mu);
+    if (mailboxes_[to].full) return false;
     mailboxes_[to].queue.emplace_back(from, m);
+    return true;
+  }
+  // From now on nothing can be sent to `r` (a stuck or dead peer).
+  void MarkFull(Rank r) {
+    std::lock_guard<std::mutex> lock(mailboxes_[r].mu);
+    mailboxes_[r].full = true;
   }
   void Poll(Rank me) {
     std::deque<std::pair<Rank, Message>> got;
@@ -130,6 +138,7 @@ class Job {
  private:
   struct Mailbox {
     std::mutex mu;
+    bool full = false;
     std::deque<std::pair<Rank, Message>> queue;
   };
   struct Remote {
@@ -150,8 +159,8 @@ class Job {
   Remote remote_[64];
 };
 
-void FakeTransport::Send(Rank dest, const Message& m, bool) {
-  job_->Deliver(me_, dest, m);
+bool FakeTransport::TrySend(Rank dest, const Message& m, bool) {
+  return job_->Deliver(me_, dest, m);
 }
 void FakeTransport::Poll() { job_->Poll(me_); }
 
@@ -356,6 +365,56 @@ TEST(LeadTest, ARankThatNeverPollsIsReachedThroughSharedMemory) {
   EXPECT_EQ(job.remote_code(2), 17);
   EXPECT_EQ(job.at(2).counts().sent[4], 0u);  // Answered in shared memory.
   EXPECT_TRUE(job.at(2).request_received());
+}
+
+// A peer whose queue stays full (stuck in its own handlers, or dead) must
+// not keep the leader from the others, nor from its deadline; on the
+// supernode it is still reached through its cell.
+TEST(LeadTest, AFullQueueDoesNotStopTheLeader) {
+  Job job(4, 4, 1);
+  job.MarkFull(1);
+  bool led = false;
+  job.Run([&](Rank r) {
+    if (r == 0) {
+      ASSERT_EQ(job.at(r).Elect(8, Far(), Far()), Role::kLeader);
+      led = job.at(r).Lead(8, MonotonicNanos(), Far());
+    } else if (r == 1) {
+      while (!job.at(r).TakeSharedRequest()) {
+      }
+    } else {
+      PollUntilRequested(job, r);
+    }
+  });
+  EXPECT_TRUE(led);
+  for (Rank r = 1; r < 4; ++r) EXPECT_EQ(job.remote_code(r), 8) << r;
+  EXPECT_EQ(job.at(0).counts().sent[3], 2u);  // Rank 1's never went out.
+}
+
+TEST(LeadTest, AFullQueueOffTheSupernodeEndsAtTheDeadline) {
+  Job job(4, 2, 0);
+  job.MarkFull(3);
+  bool led = true;
+  job.Run([&](Rank r) {
+    if (r == 0) {
+      ASSERT_EQ(job.at(r).Elect(8, Far(), Far()), Role::kLeader);
+      led = job.at(r).Lead(8, MonotonicNanos(), Soon());
+    } else if (r != 3) {
+      PollUntilRequested(job, r);
+    }
+  });
+  EXPECT_FALSE(led);
+  EXPECT_EQ(job.remote_code(3), -1);
+}
+
+TEST(ElectTest, AFullRankZeroQueueFallsBackToSharedMemory) {
+  Job job(3, 3, 1);
+  job.MarkFull(0);
+  Role role = Role::kUnknown;
+  job.Run([&](Rank r) {
+    if (r == 2) role = job.at(r).Elect(5, Soon(), Far());
+  });
+  EXPECT_EQ(role, Role::kLeader);
+  EXPECT_EQ(job.at(2).counts().sent[1], 0u);  // The ask never went out.
 }
 
 TEST(ReduceTest, AnExitRequestStopsTheReduceEarly) {

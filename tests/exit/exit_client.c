@@ -39,6 +39,11 @@
  *                    launcher); every rank spins
  *   sigkill          exiter flushes stdout and SIGKILLs itself; the others
  *                    spin
+ *   threads          (PAR build only) every rank runs 3 threads sending AM
+ *                    Requests round the job and polling; once its threads
+ *                    have had 200 replies, the exiter's main thread and one
+ *                    of its threads call gasnet_exit(code) at the same
+ *                    time; the others' main threads spin
  *   rank0-dead       as sigkill, but the exiter is rank 0
  *   sigquit-handler  every rank installs a SIGQUIT handler that writes
  *                    "rank R: SIGQUIT" (write(2)) and returns; exiter
@@ -54,6 +59,10 @@
 #include <gasnetex.h>
 #include <signal.h>
 #include <stdarg.h>
+#ifdef GASNET_PAR
+#include <pthread.h>
+#include <stdatomic.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +70,13 @@
 
 enum { kSegSize = 1 << 20, kRmaBytes = 4096 };
 
-enum { kExitRequestIndex = GEX_AM_INDEX_BASE, kAskReplyIndex, kExitReplyIndex };
+enum {
+  kExitRequestIndex = GEX_AM_INDEX_BASE,
+  kAskReplyIndex,
+  kExitReplyIndex,
+  kPingIndex,
+  kPongIndex
+};
 
 static gex_Client_t g_client;
 static gex_EP_t g_ep;
@@ -115,8 +130,29 @@ static void ExitReply(gex_Token_t token) {
   gasnet_exit(g_code);
 }
 
+#ifdef GASNET_PAR
+static atomic_long g_pongs;
+#endif
+
+static void Ping(gex_Token_t token) {
+  if (gex_AM_ReplyShort0(token, kPongIndex, 0) != GASNET_OK) {
+    Die("gex_AM_ReplyShort0 failed");
+  }
+}
+
+static void Pong(gex_Token_t token) {
+  (void)token;
+#ifdef GASNET_PAR
+  atomic_fetch_add(&g_pongs, 1);
+#endif
+}
+
 static void RegisterHandlers(void) {
   gex_AM_Entry_t entries[] = {
+      {kPingIndex, (gex_AM_Fn_t)Ping, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST,
+       0, NULL, "ping"},
+      {kPongIndex, (gex_AM_Fn_t)Pong, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0,
+       NULL, "pong"},
       {kExitRequestIndex, (gex_AM_Fn_t)ExitRequest,
        GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, NULL, "exit_request"},
       {kAskReplyIndex, (gex_AM_Fn_t)AskReply,
@@ -190,12 +226,51 @@ static void CreateReadyFile(void) {
   close(fd);
 }
 
+#ifdef GASNET_PAR
+enum { kThreads = 3, kPongsBeforeExit = 200 };
+
+/* A worker: Requests round the job, polling between them. Worker 0 of the
+ * exiter also calls gasnet_exit once enough replies came back. */
+static void *Worker(void *arg) {
+  const long id = (long)arg;
+  gex_Rank_t peer = (g_me + 1 + (gex_Rank_t)id) % g_n;
+  for (;;) {
+    if (gex_AM_RequestShort0(g_tm, peer, kPingIndex, 0) != GASNET_OK) {
+      Die("gex_AM_RequestShort0 failed");
+    }
+    peer = (peer + 1) % g_n;
+    gasnet_AMPoll();
+    if (id == 0 && g_me == g_n - 1 &&
+        atomic_load(&g_pongs) >= kPongsBeforeExit) {
+      gasnet_exit(g_code);
+    }
+  }
+  return NULL;
+}
+
+static void Threads(void) __attribute__((noreturn));
+static void Threads(void) {
+  pthread_t t;
+  long i;
+  for (i = 0; i < kThreads; ++i) {
+    if (pthread_create(&t, NULL, Worker, (void *)i) != 0) {
+      Die("pthread_create failed");
+    }
+  }
+  if (g_me == g_n - 1) {
+    while (atomic_load(&g_pongs) < kPongsBeforeExit) gasnet_AMPoll();
+    gasnet_exit(g_code);
+  }
+  Spin();
+}
+#endif
+
 static const char *const kModes[] = {
     "collective",      "barrier",       "spin",       "rma",
     "return-all",      "return-one",    "exit-all",   "exit-one",
     "request-handler", "reply-handler", "sigsegv",    "sigabrt",
     "launcher-signal", "sigkill",       "rank0-dead", "sigquit-handler",
-    "sigquit-default"};
+    "sigquit-default", "threads"};
 
 static int Is(const char *mode, const char *name) {
   return strcmp(mode, name) == 0;
@@ -244,6 +319,13 @@ int main(int argc, char **argv) {
   gex_Coll_BarrierBlocking(g_tm, 0);
 
   if (Is(mode, "collective")) gasnet_exit(g_code);
+  if (Is(mode, "threads")) {
+#ifdef GASNET_PAR
+    Threads();
+#else
+    Die("mode 'threads' needs the PAR build (exit_client_par_<conduit>)");
+#endif
+  }
   if (Is(mode, "return-all")) return g_code;
   if (Is(mode, "exit-all")) exit(g_code);
   if (Is(mode, "launcher-signal")) {

@@ -63,6 +63,7 @@ struct JobOptions {
   int exit_timeout_s = kExitTimeoutS;
   std::vector<std::string> env;  // "NAME=value", after the clean defaults
   int launcher_signal = 0;       // sent once rank 0 wrote the ready file
+  bool par = false;              // the PAR build of the client
 };
 
 struct ExitJob {
@@ -116,7 +117,8 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
                "-n",
                std::to_string(n),
                "-spawner=fork",
-               Runfile("tests/exit/exit_client_" + conduit),
+               Runfile(std::string("tests/exit/exit_client_") +
+                       (options.par ? "par_" : "") + conduit),
                mode,
                std::to_string(code)};
   spec.env = InheritedRuntimeVariables();
@@ -387,6 +389,24 @@ TEST_P(ExitPathTest, WholeJobEndsCleanly) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, ExitPathTest, ::testing::ValuesIn(ExitParams()),
                          ExitParamName);
+
+// PAR: threads of every rank send Requests and poll while two threads of
+// one rank call gasnet_exit at once (one runs the exit, the other waits
+// for the process to end); the job ends as any non-collective exit does.
+TEST(ParExitTest, ThreadsSendingWhileTwoThreadsExit) {
+  ASSERT_FALSE(Conduit().empty());
+  for (const int n : {2, 4}) {
+    JobOptions options;
+    options.par = true;
+    const ExitJob job = RunExitJob("threads", 43, n, options);
+    Expected expected;
+    expected.exit_code = 43;
+    expected.exiter = n - 1;
+    Problems problems;
+    CheckJob(job, expected, problems);
+    problems.ReportFor(job);
+  }
+}
 
 // GASNET_BACKTRACE: a fatal signal names itself and, with the setting on,
 // is followed by the failing thread's stack (frames of the client among

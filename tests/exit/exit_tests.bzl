@@ -7,6 +7,8 @@ conduit runs the same suite: tests/exit/BUILD.bazel calls
 
   exit_client_<conduit>    the client, linked with `client_deps` (the
                            conduit's SEQ library)
+  exit_client_par_<conduit>  the same client linked with `par_client_deps`
+                           (the PAR library), for the threaded mode
   exit_job_test_<conduit>  the driver, run against tools/gasnetrun_<conduit>
                            and exit_client_<conduit> (EXIT_TEST_CONDUIT)
 """
@@ -25,7 +27,7 @@ STRICT_COPTS = [
 
 _DRIVER = "exit_job_test_driver"
 
-def exit_job_tests(conduit, client_deps, shard_count = 8):
+def exit_job_tests(conduit, client_deps, par_client_deps, shard_count = 8):
     """Declares exit_client_<conduit> and exit_job_test_<conduit>.
 
     Args:
@@ -33,6 +35,8 @@ def exit_job_tests(conduit, client_deps, shard_count = 8):
         //tools:gasnetrun_<conduit> and the targets.
       client_deps: what the client links against, e.g.
         ["//conduit/smp:gasnet_smp_seq"].
+      par_client_deps: the same for the PAR client, e.g.
+        ["//conduit/smp:gasnet_smp_par"].
       shard_count: shards of the test; each runs about 100/shard_count jobs,
         each bounded by its exit timeout plus 60 s.
     """
@@ -61,6 +65,15 @@ def exit_job_tests(conduit, client_deps, shard_count = 8):
         deps = client_deps,
     )
 
+    cc_binary(
+        name = "exit_client_par_" + conduit,
+        testonly = True,
+        srcs = ["exit_client.c"],
+        copts = STRICT_COPTS,
+        linkopts = ["-pthread"],
+        deps = par_client_deps,
+    )
+
     # Real jobs of up to 8 ranks on a 2-core machine; a job that hangs is
     # killed after its exit timeout + 60 s, so a shard of hung jobs still
     # ends within the "long" timeout.
@@ -70,6 +83,7 @@ def exit_job_tests(conduit, client_deps, shard_count = 8):
         timeout = "long",
         data = [
             ":exit_client_" + conduit,
+            ":exit_client_par_" + conduit,
             "//tools:gasnetrun_" + conduit,
         ],
         env = {"EXIT_TEST_CONDUIT": conduit},
