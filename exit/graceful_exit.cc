@@ -158,6 +158,11 @@ int ExitBody() {
 void ExitTail(int code) { _exit(code); }
 
 void ExitJob(int code) {
+  if (g_state.load() == nullptr) {
+    // Before Install (no job to coordinate with yet): this process only.
+    std::fflush(nullptr);
+    ExitTail(code & 0xff);
+  }
   ExitHead(code);
   ExitTail(ExitBody());
 }

@@ -54,7 +54,8 @@ struct Environment {
 // the signal handlers (exit/signals.h) and the on_exit handler.
 void Install(const Environment& env);
 
-// gasnet_exit. Before Install: flushes stdio and ends this process.
+// gasnet_exit. Before Install: flushes stdio and ends this process with
+// `code`.
 [[noreturn]] void ExitJob(int code);
 
 // Protocol::RemoteExitFn: the leader asked this rank to exit with `code`.
