@@ -180,8 +180,8 @@ TEST_P(ForkJobTest, RanksDeafToSigtermAreKilledAtTheExitTimeout) {
   JobResult r = Launch({"-n", std::to_string(n), Client(), "--pids", pids,
                         "--ignore-term", "kill-self", std::to_string(n - 1)});
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << Describe(r);
-  EXPECT_THAT(r.err, HasSubstr(absl::StrFormat(
-                         "%d rank(s) still running", n - 1)))
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrFormat("%d rank(s) still running", n - 1)))
       << Describe(r);
   EXPECT_THAT(r.err, HasSubstr("GASNET_EXITTIMEOUT"));
   EXPECT_THAT(LivePids(PidsInDir(pids)), IsEmpty());
