@@ -58,6 +58,11 @@ class Bootstrap {
   // with `exit_code`. Never returns (this process exits with the code).
   [[noreturn]] virtual void Abort(int exit_code, std::string_view reason) = 0;
 
+  // This process handles SIGTERM as a request to exit gracefully (exit/
+  // is installed): the launcher may send it one when another rank dies
+  // instead of waiting for the exit timeout. Optional; by default a no-op.
+  virtual void ExitReady() {}
+
   // This process is leaving the job on purpose (its exit is not a crash):
   // tells the launcher, then closes the control channel. Not collective.
   // No collective may be called afterwards.

@@ -234,6 +234,11 @@ void LauncherBootstrap::Abort(int exit_code, std::string_view reason) {
   _exit(exit_code);
 }
 
+void LauncherBootstrap::ExitReady() {
+  if (fd_ < 0) return;
+  (void)wire::WriteFrame(fd_, wire::Encode(wire::ExitReady{rank_}));
+}
+
 void LauncherBootstrap::Fini() {
   if (fd_ < 0) return;
   (void)wire::WriteFrame(fd_, wire::Encode(wire::Fini{rank_}));

@@ -70,6 +70,10 @@ void Fields(Fini& m, F&& f) {
   f(m.rank);
 }
 template <typename F>
+void Fields(ExitReady& m, F&& f) {
+  f(m.rank);
+}
+template <typename F>
 void Fields(Abort& m, F&& f) {
   f(m.rank), f(m.exit_code), f(m.reason);
 }
@@ -146,6 +150,7 @@ GEX_WIRE_MESSAGE(CollectiveUp)
 GEX_WIRE_MESSAGE(CollectiveDown)
 GEX_WIRE_MESSAGE(CollectiveFailed)
 GEX_WIRE_MESSAGE(Fini)
+GEX_WIRE_MESSAGE(ExitReady)
 GEX_WIRE_MESSAGE(Abort)
 GEX_WIRE_MESSAGE(RankExited)
 GEX_WIRE_MESSAGE(Kill)

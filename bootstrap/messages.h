@@ -67,6 +67,10 @@ struct Fini {
   uint32_t rank = 0;
 };
 
+struct ExitReady {
+  uint32_t rank = 0;
+};
+
 struct Abort {
   uint32_t rank = 0;
   int32_t exit_code = 1;
@@ -105,6 +109,8 @@ inline constexpr MessageType kMessageType<CollectiveFailed> =
     MessageType::kCollectiveFailed;
 template <>
 inline constexpr MessageType kMessageType<Fini> = MessageType::kFini;
+template <>
+inline constexpr MessageType kMessageType<ExitReady> = MessageType::kExitReady;
 template <>
 inline constexpr MessageType kMessageType<Abort> = MessageType::kAbort;
 template <>

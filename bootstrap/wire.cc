@@ -89,6 +89,8 @@ std::string_view MessageTypeName(MessageType type) {
       return "agent error";
     case MessageType::kAgentReady:
       return "agent ready";
+    case MessageType::kExitReady:
+      return "exit ready";
   }
   return "unknown message";
 }

@@ -52,6 +52,9 @@ enum class MessageType : uint8_t {
   kAgentError = 9,
   // agent -> parent: this agent's ranks have all started (pids known).
   kAgentReady = 10,
+  // rank -> launcher: this rank's graceful exit is in place (exit/): when
+  // another rank dies, SIGTERM asks it to exit cleanly.
+  kExitReady = 11,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -276,6 +276,11 @@ TEST(MessagesRoundTrip, CollectiveFailed) {
   EXPECT_EQ(RoundTrip(m, Decode<CollectiveFailed>).reason, m.reason);
 }
 
+TEST(MessagesRoundTrip, ExitReady) {
+  EXPECT_EQ(RoundTrip(ExitReady{0}, Decode<ExitReady>).rank, 0u);
+  EXPECT_EQ(RoundTrip(ExitReady{0x1234}, Decode<ExitReady>).rank, 0x1234u);
+}
+
 TEST(MessagesRoundTrip, Fini) {
   EXPECT_EQ(RoundTrip(Fini{0}, Decode<Fini>).rank, 0u);
   EXPECT_EQ(RoundTrip(Fini{0xabcdef01}, Decode<Fini>).rank, 0xabcdef01u);
@@ -399,6 +404,8 @@ std::vector<DecodeCase> AllDecodeCases() {
        StatusOf(Decode<AgentError>)},
       {"AgentReady", MessageType::kAgentReady, B(Encode(AgentReady{7})),
        StatusOf(Decode<AgentReady>)},
+      {"ExitReady", MessageType::kExitReady, B(Encode(ExitReady{5})),
+       StatusOf(Decode<ExitReady>)},
   };
 }
 

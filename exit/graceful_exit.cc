@@ -78,6 +78,9 @@ void Install(const Environment& env) {
   env.protocol->Join(static_cast<int32_t>(getpid()));
   InstallSignalHandlers();
   on_exit(&OnProcessExit, nullptr);
+  // From now on SIGTERM is a request to exit cleanly: the launcher may
+  // send one when another rank dies.
+  if (env.bootstrap != nullptr) env.bootstrap->ExitReady();
 }
 
 Protocol* InstalledProtocol() {

@@ -84,6 +84,7 @@ ControlNode::ControlNode(ControlNodeOptions options)
       stdout_(1),
       stderr_(2),
       rank_fini_(options_.job_size, false),
+      exit_ready_(options_.job_size, false),
       rank_exited_(options_.job_size, false) {}
 
 ControlNode::~ControlNode() {
@@ -287,6 +288,7 @@ void ControlNode::HandleRankExit(Rank rank, int wait_status) {
   if (rank >= options_.job_size || rank_exited_[rank]) return;
   rank_exited_[rank] = true;
   if (!options_.is_root) {
+    AskLocalRanksToExit(rank, wait_status);
     SendToParent(wire::Encode(wire::RankExited{rank, wait_status}));
     relay_->OnRankGone(rank, rank_fini_[rank]
                                  ? "left the job (Bootstrap::Fini)"
@@ -308,27 +310,38 @@ void ControlNode::HandleRankExit(Rank rank, int wait_status) {
     }
     SetJobCode(ExitCodeOf(wait_status));
     if (!clean) job_failing_ = true;
-    // It died, or failed without leaving the job on purpose (no Fini):
-    // the others may be waiting for it forever (a barrier, a spin loop).
-    // SIGTERM lets each run its graceful exit (exit/) with its output
-    // flushed; whoever is still there at the exit timeout gets SIGKILL.
-    // Ranks blocked in a bootstrap collective are not signalled: the
-    // collective's failure names the rank that left, which says more.
-    if (!clean && !rank_fini_[rank] && killed_with_ == 0 &&
-        !relay_->HasPending()) {
-      int running = 0;
-      for (Rank r = 0; r < options_.job_size; ++r) running += !rank_exited_[r];
-      if (running > 0) {
-        Say(absl::StrFormat(
-            "rank %d ended without leaving the job; asking the %d other "
-            "running rank(s) to exit (SIGTERM)",
-            rank, running));
-        KillAll(SIGTERM);
-      }
-    }
+    AskLocalRanksToExit(rank, wait_status);
   }
   relay_->OnRankGone(rank, rank_fini_[rank] ? "left the job (Bootstrap::Fini)"
                                             : DescribeWaitStatus(wait_status));
+}
+
+void ControlNode::AskLocalRanksToExit(Rank rank, int wait_status) {
+  const bool clean = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  // Ranks we killed, ranks that left on purpose, and ranks blocked in a
+  // bootstrap collective (its failure names the rank that left, which says
+  // more) need no request.
+  if (clean || rank_fini_[rank] || asked_to_exit_ || killed_with_ != 0 ||
+      relay_->HasPending()) {
+    return;
+  }
+  // It died, or failed without leaving the job: the others may be waiting
+  // for it forever (a barrier, a spin loop). A rank whose graceful exit is
+  // in place (exit/) takes SIGTERM as a request to exit with its output
+  // flushed; the rest are left to the exit timeout, then killed.
+  int asked = 0;
+  for (auto& l : locals_) {
+    if (!l->reaped && l->rank != rank && exit_ready_[l->rank]) {
+      kill(l->pid, SIGTERM);
+      ++asked;
+    }
+  }
+  if (asked == 0) return;
+  asked_to_exit_ = true;
+  Say(absl::StrFormat(
+      "rank %d ended without leaving the job; asking %d other rank(s) to "
+      "exit (SIGTERM)",
+      rank, asked));
 }
 
 void ControlNode::HandleAgentError(int exit_code, const std::string& message) {
@@ -375,6 +388,16 @@ void ControlNode::HandleRankFrame(size_t index, std::string_view body) {
         break;
       }
       bad = relay_->OnUp(index, *std::move(up), absl::Now());
+      break;
+    }
+    case wire::MessageType::kExitReady: {
+      auto m = wire::Decode<wire::ExitReady>(body);
+      if (!m.ok() || m->rank != rank.rank) {
+        bad = m.ok() ? absl::DataLossError("exit ready names another rank")
+                     : m.status();
+        break;
+      }
+      exit_ready_[rank.rank] = true;
       break;
     }
     case wire::MessageType::kFini: {

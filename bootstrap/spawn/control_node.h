@@ -123,6 +123,9 @@ class ControlNode {
   void HandleFini(Rank rank);
   void HandleAbort(const wire::Abort& abort);
   void HandleRankExit(Rank rank, int wait_status);
+  // Rank `rank` ended abnormally (`wait_status`) without Fini: SIGTERM to
+  // this node's running ranks whose graceful exit is in place (once).
+  void AskLocalRanksToExit(Rank rank, int wait_status);
   void HandleAgentError(int exit_code, const std::string& message);
   void AgentLost(size_t agent, const std::string& why);
   // Whether every rank below `agent` has been reported as exited.
@@ -163,6 +166,10 @@ class ControlNode {
 
   // Root bookkeeping.
   std::vector<bool> rank_fini_;
+  // Local ranks whose graceful exit is in place (wire::ExitReady), and
+  // whether they have been asked to exit (once).
+  std::vector<bool> exit_ready_;
+  bool asked_to_exit_ = false;
   std::vector<bool> rank_exited_;
   int job_code_ = 0;
   bool job_failing_ = false;  // an abort, death or signal is ending the job

@@ -29,8 +29,6 @@
 //   --escape               the same, but the child leaves the ranks' process
 //                          group and session (setsid) and closes its output,
 //                          as a daemon would
-//   --ignore-term          ignore SIGTERM (a rank deaf to the launcher's
-//                          request to exit: only the exit timeout ends it)
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -146,9 +144,6 @@ int main(int argc, char** argv) {
     } else if (args[a] == "--escape") {
       start_child = true;
       escape = true;
-      ++a;
-    } else if (args[a] == "--ignore-term") {
-      signal(SIGTERM, SIG_IGN);
       ++a;
     } else {
       std::fprintf(stderr, "bootstrap_client: unknown option %s\n",
