@@ -32,7 +32,8 @@
  *   reply-handler    exiter sends an AM Short Request to rank 0 that
  *                    replies; the Reply handler (on the exiter) calls
  *                    gasnet_exit(code); every rank spins
- *   sigsegv          exiter stores through a null pointer; the others spin
+ *   sigsegv          exiter stores to a page mapped without access; the
+ *                    others spin
  *   sigabrt          exiter calls abort(); the others spin
  *   launcher-signal  rank 0 creates the file named by
  *                    $EXIT_TEST_READY_FILE (the test then signals the
@@ -53,12 +54,14 @@
  * A misuse of the client itself (bad arguments, a failed call) prints
  * "rank R: exit_client: ..." on stderr and ends the rank with _exit(1). */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <fcntl.h>
 #include <gasnet.h>
 #include <gasnetex.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #ifdef GASNET_PAR
 #include <pthread.h>
 #include <stdatomic.h>
@@ -90,9 +93,6 @@ static int g_code;
 static char g_sigquit_line[64];
 static size_t g_sigquit_len;
 
-/* Read through, so the compiler cannot prove the store is to NULL. */
-static int *volatile g_null;
-
 static unsigned char g_rma_buf[kRmaBytes];
 
 static void Die(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
@@ -107,6 +107,17 @@ static void Die(const char *fmt, ...) {
   fprintf(stderr, "rank %d: exit_client: %s\n", (int)g_me, message);
   fflush(stderr);
   _exit(1);
+}
+
+/* A store to a page mapped without access: a real SIGSEGV, and not
+ * undefined behaviour (which UBSan would report instead of letting the
+ * fault happen, as it does for a store through NULL). */
+static void Fault(void) {
+  int *volatile page =
+      (int *)mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if ((void *)page == MAP_FAILED) Die("mmap failed");
+  *page = 1;
 }
 
 static void Spin(void) __attribute__((noreturn));
@@ -359,8 +370,8 @@ int main(int argc, char **argv) {
   if (Is(mode, "return-one")) return g_code;
   if (Is(mode, "exit-one")) exit(g_code);
   if (Is(mode, "sigsegv")) {
-    *g_null = 1;
-    Die("a store through a null pointer did not fault");
+    Fault();
+    Die("a store to an inaccessible page did not fault");
   }
   if (Is(mode, "sigabrt")) abort();
   if (Is(mode, "sigkill") || Is(mode, "rank0-dead")) KillSelf();
