@@ -84,11 +84,11 @@ void OnAlarm(int) {
 void Handle(int sig, void (*handler)(int), bool only_if_default) {
   struct sigaction old;
   if (sigaction(sig, nullptr, &old) != 0) return;
-  if (only_if_default && (old.sa_flags & SA_SIGINFO) == 0 &&
-      old.sa_handler != SIG_DFL) {
+  // A handler someone else installed (SA_SIGINFO ones included) stays.
+  if (only_if_default &&
+      ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL)) {
     return;
   }
-  if (only_if_default && (old.sa_flags & SA_SIGINFO) != 0) return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
