@@ -266,7 +266,7 @@ TEST_P(NonCollectiveTest, EveryoneElectingAtOnceGivesOneLeader) {
   const Rank n = GetParam();
   Job job(n, n, 1);
   std::vector<Role> roles(n, Role::kUnknown);
-  std::vector<bool> ok(n, false);
+  std::vector<int> ok(n, 0);  // Not vector<bool>: one thread per element.
   job.Run([&](Rank r) {
     roles[r] = job.at(r).Elect(static_cast<int>(r), Far(), Far());
     if (roles[r] == Role::kLeader) {
