@@ -81,14 +81,11 @@ void Barrier::AttachShared() {
   area_ = static_cast<Flag*>(object_.address());
 
   // The leaders, in rank order.
-  const uint8_t lead = leader_ ? 1 : 0;
-  std::vector<uint8_t> leads(rt_->size);
-  bootstrap.Allgather(&lead, 1, leads.data());
-  leaders_.clear();
-  for (Rank r = 0; r < rt_->size; ++r) {
-    if (leads[r] == 0) continue;
-    if (r == rt_->rank) my_leader_ = static_cast<uint32_t>(leaders_.size());
-    leaders_.push_back(r);
+  leaders_ = RanksWithFlag(bootstrap, leader_);
+  if (leader_) {
+    my_leader_ = static_cast<uint32_t>(
+        std::find(leaders_.begin(), leaders_.end(), rt_->rank) -
+        leaders_.begin());
   }
   rounds_ = 0;
   while ((size_t{1} << rounds_) < leaders_.size()) ++rounds_;

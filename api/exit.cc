@@ -100,12 +100,7 @@ void ExitInit(Runtime& rt) {
   topology.group_size = static_cast<uint32_t>(
       env::GetInt("GEX_EXIT_GROUP", 0, 0, int64_t{1} << 20));
   const uint32_t group = exit::GroupSize(members, topology.group_size);
-  const uint8_t lead = sn.my_index() % group == 0 ? 1 : 0;
-  std::vector<uint8_t> leads(rt.size);
-  rt.bootstrap->Allgather(&lead, 1, leads.data());
-  for (Rank r = 0; r < rt.size; ++r) {
-    if (leads[r] != 0) topology.leaders.push_back(r);
-  }
+  topology.leaders = RanksWithFlag(*rt.bootstrap, sn.my_index() % group == 0);
 
   auto* state = new ExitState;  // Lives until the process ends.
   absl::StatusOr<pshm::SharedObject> cells = pshm::ShareWithSupernode(

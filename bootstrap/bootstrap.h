@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace gex {
 
@@ -68,6 +69,20 @@ class Bootstrap {
   // No collective may be called afterwards.
   virtual void Fini() = 0;
 };
+
+// The ranks, in order, that pass `mine` = true: an allgather of one byte
+// per rank (collective). How the barrier and the exit protocol find every
+// group's leader.
+inline std::vector<Rank> RanksWithFlag(Bootstrap& bootstrap, bool mine) {
+  const uint8_t flag = mine ? 1 : 0;
+  std::vector<uint8_t> flags(bootstrap.size());
+  bootstrap.Allgather(&flag, 1, flags.data());
+  std::vector<Rank> ranks;
+  for (Rank r = 0; r < bootstrap.size(); ++r) {
+    if (flags[r] != 0) ranks.push_back(r);
+  }
+  return ranks;
+}
 
 }  // namespace gex
 

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 
 #include "absl/strings/str_format.h"
 #include "base/env/parse.h"
@@ -108,10 +107,6 @@ bool ExitHead(int code) {
 
 int ExitBody() {
   State* s = g_state.load();
-  if (s == nullptr) {
-    std::fflush(nullptr);
-    return 0;
-  }
   if (s->body_claimed.exchange(true)) {
     // Another thread is exiting the process; it ends this one too.
     for (;;) pause();

@@ -65,6 +65,7 @@ void Install(const Environment& env);
 void OnRemoteExit(void* context, Rank leader, int code);
 
 bool ExitHead(int code);
+// After Install (every caller comes after it: ExitJob checks).
 int ExitBody();
 [[noreturn]] void ExitTail(int code);
 
