@@ -27,6 +27,8 @@ struct Token {
   bool is_request = false;
   bool is_long = false;
   bool replied = false;
+  // The transport's handle for where the reply goes (a Request's only).
+  void* reply = nullptr;
 };
 
 // Handler context of the calling thread: how deep in handlers it is, so

@@ -150,11 +150,10 @@ inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
     local = LongTarget(call, rt, rank, dest, nbytes);
   }
   (void)tm;
-  if (rt.net->Send(
-          pshm::Channel::kRequest, static_cast<uint32_t>(index),
-          ToNet(category), handler, reinterpret_cast<const uint32_t*>(args),
-          static_cast<uint8_t>(nargs), src, nbytes, local,
-          reinterpret_cast<uint64_t>(dest),
+  if (rt.net->SendRequest(
+          static_cast<uint32_t>(index), ToNet(category), handler,
+          reinterpret_cast<const uint32_t*>(args), static_cast<uint8_t>(nargs),
+          src, nbytes, local, reinterpret_cast<uint64_t>(dest),
           (flags & GEX_FLAG_IMMEDIATE) != 0) != pshm::SendStatus::kOk) {
     return 1;
   }
@@ -201,8 +200,8 @@ inline int Reply(am::Category category, gex_Token_t token,
   if (category == am::Category::kLong) {
     local = LongTarget(call, rt, t->source, dest, nbytes);
   }
-  if (rt.net->Send(
-          pshm::Channel::kReply, t->source_index, ToNet(category), handler,
+  if (rt.net->SendReply(
+          ReplyTo(*t), ToNet(category), handler,
           reinterpret_cast<const uint32_t*>(args), static_cast<uint8_t>(nargs),
           src, nbytes, local, reinterpret_cast<uint64_t>(dest),
           (flags & GEX_FLAG_IMMEDIATE) != 0) != pshm::SendStatus::kOk) {
@@ -293,11 +292,14 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
       request ? static_cast<uint32_t>(rt.supernode->LocalIndex(rank))
               : token->source_index;
   (void)dest;  // A Long's destination counts at Commit.
-  if (rt.net->Reserve(request ? pshm::Channel::kRequest : pshm::Channel::kReply,
-                      index, ToNet(category), static_cast<uint8_t>(nargs),
-                      category == am::Category::kMedium ? size : 0,
-                      (flags & GEX_FLAG_IMMEDIATE) != 0,
-                      &sd.reservation) != pshm::SendStatus::kOk) {
+  const uint8_t net_nargs = static_cast<uint8_t>(nargs);
+  const size_t net_payload = category == am::Category::kMedium ? size : 0;
+  const bool immediate = (flags & GEX_FLAG_IMMEDIATE) != 0;
+  if ((request ? rt.net->ReserveRequest(index, ToNet(category), net_nargs,
+                                        net_payload, immediate, &sd.reservation)
+               : rt.net->ReserveReply(
+                     ReplyTo(*token), ToNet(category), net_nargs, net_payload,
+                     immediate, &sd.reservation)) != pshm::SendStatus::kOk) {
     return GEX_AM_SRCDESC_NO_OP;
   }
   sd.in_use = true;

@@ -226,9 +226,9 @@ void Barrier::SendRound(const Send& s) {
   const uint32_t args[3] = {(s.number % kSlots) | (s.round << 8),
                             static_cast<uint32_t>(flags),
                             static_cast<uint32_t>(s.value.id)};
-  rt_->net->Send(pshm::Channel::kRequest, rt_->supernode->LocalIndex(peer),
-                 pshm::Category::kShort, handler_index_, args, 3, nullptr, 0,
-                 nullptr, 0, /*immediate=*/false);
+  rt_->net->SendRequest(rt_->supernode->LocalIndex(peer),
+                        pshm::Category::kShort, handler_index_, args, 3,
+                        nullptr, 0, nullptr, 0, /*immediate=*/false);
 }
 
 bool Barrier::Finish(gex_Event_t handle, Value* result) {

@@ -223,6 +223,7 @@ void Dispatch(void* context, const pshm::Message& m) {
   token.entry = entry;
   token.is_request = is_request;
   token.is_long = category == am::Category::kLong;
+  token.reply = m.reply;
   am::HandlerContext::Scope scope(&token);
   am::Invoke(entry->fn, category, &token, m.payload, m.payload_len, m.nargs,
              reinterpret_cast<const int32_t*>(m.args));

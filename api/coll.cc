@@ -433,9 +433,9 @@ void Collectives::SendAll(const Send& s) {
                               static_cast<uint32_t>(offset >> 32),
                               static_cast<uint32_t>(total),
                               static_cast<uint32_t>(total >> 32)};
-    rt_->net->Send(pshm::Channel::kRequest, dest, pshm::Category::kMedium,
-                   handler_index_, args, 6, data + offset, len, nullptr, 0,
-                   /*immediate=*/false);
+    rt_->net->SendRequest(dest, pshm::Category::kMedium, handler_index_, args,
+                          6, data + offset, len, nullptr, 0,
+                          /*immediate=*/false);
   }
 }
 

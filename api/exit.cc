@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "am/handler_table.h"
+#include "am/token.h"
 #include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
@@ -32,11 +33,21 @@ class AmTransport final : public exit::Transport {
                   rt_->rank);
     }
     const uint32_t args[3] = {static_cast<uint32_t>(m.kind), m.a, m.b};
-    return rt_->net->Send(
-               reply ? pshm::Channel::kReply : pshm::Channel::kRequest,
-               static_cast<uint32_t>(index), pshm::Category::kShort, handler_,
-               args, 3, nullptr, 0, nullptr, 0,
-               /*immediate=*/true) == pshm::SendStatus::kOk;
+    if (!reply) {
+      return rt_->net->SendRequest(static_cast<uint32_t>(index),
+                                   pshm::Category::kShort, handler_, args, 3,
+                                   nullptr, 0, nullptr, 0,
+                                   /*immediate=*/true) == pshm::SendStatus::kOk;
+    }
+    // The protocol replies only from the handler of `dest`'s request.
+    const am::Token* token = am::HandlerContext::Current();
+    if (token == nullptr || !token->is_request || token->source != dest) {
+      FatalErrorF("exit: a reply to rank %u outside its request's handler",
+                  dest);
+    }
+    return rt_->net->SendReply(ReplyTo(*token), pshm::Category::kShort,
+                               handler_, args, 3, nullptr, 0, nullptr, 0,
+                               /*immediate=*/true) == pshm::SendStatus::kOk;
   }
 
   void Poll() override { rt_->net->Poll(); }

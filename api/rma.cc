@@ -54,12 +54,12 @@ bool SendRequest(void* context, Rank rank, am::Category category,
     local = rt.supernode->Translate(
         rank, reinterpret_cast<uintptr_t>(long_dest), len);
   }
-  return rt.net->Send(pshm::Channel::kRequest,
-                      static_cast<uint32_t>(rt.supernode->LocalIndex(rank)),
-                      static_cast<pshm::Category>(category), handler, args,
-                      static_cast<uint8_t>(nargs), payload, len, local,
-                      reinterpret_cast<uint64_t>(long_dest),
-                      immediate) == pshm::SendStatus::kOk;
+  return rt.net->SendRequest(
+             static_cast<uint32_t>(rt.supernode->LocalIndex(rank)),
+             static_cast<pshm::Category>(category), handler, args,
+             static_cast<uint8_t>(nargs), payload, len, local,
+             reinterpret_cast<uint64_t>(long_dest),
+             immediate) == pshm::SendStatus::kOk;
 }
 
 void SendReply(void* context, am::Token* token, am::Category category,
@@ -72,10 +72,10 @@ void SendReply(void* context, am::Token* token, am::Category category,
         token->source, reinterpret_cast<uintptr_t>(long_dest), len);
   }
   token->replied = true;
-  rt.net->Send(pshm::Channel::kReply, token->source_index,
-               static_cast<pshm::Category>(category), handler, args,
-               static_cast<uint8_t>(nargs), payload, len, local,
-               reinterpret_cast<uint64_t>(long_dest), /*immediate=*/false);
+  rt.net->SendReply(ReplyTo(*token), static_cast<pshm::Category>(category),
+                    handler, args, static_cast<uint8_t>(nargs), payload, len,
+                    local, reinterpret_cast<uint64_t>(long_dest),
+                    /*immediate=*/false);
 }
 
 void WaitRound(void* context) { WaitProgress(*static_cast<Runtime*>(context)); }

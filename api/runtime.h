@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "am/handler_table.h"
+#include "am/token.h"
 #include "api/barrier.h"
 #include "api/driver.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/node_map.h"
 #include "gasnetex.h"
+#include "pshm/am_network.h"
 #include "pshm/supernode.h"
 
 struct gex_Client_opaque {
@@ -98,6 +100,11 @@ inline const char* SendCallName(am::Category category, bool request) {
       {"gex_AM_ReplyShort", "gex_AM_ReplyMedium", "gex_AM_ReplyLong"},
       {"gex_AM_RequestShort", "gex_AM_RequestMedium", "gex_AM_RequestLong"}};
   return kNames[request][static_cast<int>(category)];
+}
+
+// Where the reply to `token`'s Request goes (its network handle).
+inline pshm::ReplyTo& ReplyTo(const am::Token& token) {
+  return *static_cast<pshm::ReplyTo*>(token.reply);
 }
 
 // One round of progress: poll the network, then let the barrier and the

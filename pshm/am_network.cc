@@ -13,6 +13,8 @@ using layout::ChunkHeader;
 using layout::QueueControl;
 using layout::RegionHeader;
 using layout::Slot;
+using layout::SlotKind;
+using layout::SlotState;
 
 unsigned char* Bytes(void* p) { return static_cast<unsigned char*>(p); }
 
@@ -42,19 +44,16 @@ size_t AmNetwork::RegionBytes(const QueueConfig& config, uint32_t peers) {
 void AmNetwork::FormatRegion(void* region, const QueueConfig& config,
                              uint32_t peers, uint32_t owner_rank) {
   const uint64_t pool_bytes = PoolBytes(config);
-  for (int c = 0; c < kChannels; ++c) {
-    for (uint32_t s = 0; s < peers; ++s) {
-      unsigned char* q =
-          Bytes(region) +
-          layout::QueueOffset(peers, config.depth, static_cast<Channel>(c), s);
-      new (q) QueueControl{};
-      reinterpret_cast<QueueControl*>(q)->consumed.store(
-          0, std::memory_order_relaxed);
-      Slot* slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
-      for (uint32_t i = 0; i < layout::RingSlots(config.depth); ++i) {
-        new (&slots[i]) Slot{};
-        slots[i].seq.store(0, std::memory_order_relaxed);
-      }
+  for (uint32_t s = 0; s < peers; ++s) {
+    unsigned char* q = Bytes(region) + layout::QueueOffset(config.depth, s);
+    new (q) QueueControl{};
+    reinterpret_cast<QueueControl*>(q)->finished.store(
+        0, std::memory_order_relaxed);
+    Slot* slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
+    // State 0 is no kind of message: nothing published yet.
+    for (uint32_t i = 0; i < layout::RingSlots(config.depth); ++i) {
+      new (&slots[i]) Slot{};
+      slots[i].state.store(0, std::memory_order_relaxed);
     }
   }
   RegionHeader* header = new (region) RegionHeader{};
@@ -92,36 +91,40 @@ AmNetwork::AmNetwork(Options options)
           options.ranks[i]));
     }
   }
-  producers_ = std::make_unique<Producer[]>(size_t{kChannels} * peers_);
-  consumers_ = std::make_unique<Consumer[]>(size_t{kChannels} * peers_);
+  producers_ = std::make_unique<Producer[]>(peers_);
+  consumers_ = std::make_unique<Consumer[]>(peers_);
   const RegionHeader& mine = HeaderOf(options.regions[my_index_]);
+  for (uint32_t peer = 0; peer < peers_; ++peer) {
+    // Requests to `peer`: my queue in its region; its replies' bodies in
+    // its reply pool.
+    const RegionHeader& theirs = HeaderOf(options.regions[peer]);
+    Producer& p = producers_[peer];
+    unsigned char* q = Bytes(options.regions[peer]) +
+                       layout::QueueOffset(theirs.depth, my_index_);
+    p.finished = &reinterpret_cast<QueueControl*>(q)->finished;
+    p.slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
+    p.reply_pool = Bytes(options.regions[peer]) +
+                   layout::PoolOffset(peers_, theirs.depth, theirs.pool_bytes,
+                                      Channel::kReply);
+    p.source_rank = options.ranks[peer];
+    p.depth = theirs.depth;
+    p.mask = MaskFor(theirs.depth);
+    // Requests from `peer`: its queue in my region; their bodies in its
+    // request pool.
+    Consumer& k = consumers_[peer];
+    k.source_rank = options.ranks[peer];
+    k.depth = mine.depth;
+    k.mask = MaskFor(mine.depth);
+    unsigned char* mq = Bytes(options.regions[my_index_]) +
+                        layout::QueueOffset(mine.depth, peer);
+    k.finished = &reinterpret_cast<QueueControl*>(mq)->finished;
+    k.slots = reinterpret_cast<Slot*>(mq + sizeof(QueueControl));
+    k.source_pool = Bytes(options.regions[peer]) +
+                    layout::PoolOffset(peers_, theirs.depth, theirs.pool_bytes,
+                                       Channel::kRequest);
+  }
   for (int ci = 0; ci < kChannels; ++ci) {
     const Channel c = static_cast<Channel>(ci);
-    for (uint32_t peer = 0; peer < peers_; ++peer) {
-      // Sending to `peer`: my queue in its region.
-      const RegionHeader& theirs = HeaderOf(options.regions[peer]);
-      unsigned char* q =
-          Bytes(options.regions[peer]) +
-          layout::QueueOffset(peers_, theirs.depth, c, my_index_);
-      Producer& p = producer(c, peer);
-      p.consumed = &reinterpret_cast<QueueControl*>(q)->consumed;
-      p.slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
-      p.depth = theirs.depth;
-      p.mask = MaskFor(theirs.depth);
-      // Receiving from `peer`: its queue in my region; its pool in its.
-      unsigned char* mq = Bytes(options.regions[my_index_]) +
-                          layout::QueueOffset(peers_, mine.depth, c, peer);
-      Consumer& k = consumer(c, peer);
-      k.source_rank = options.ranks[peer];
-      k.depth = mine.depth;
-      k.mask = MaskFor(mine.depth);
-      k.consumed = &reinterpret_cast<QueueControl*>(mq)->consumed;
-      k.slots = reinterpret_cast<Slot*>(mq + sizeof(QueueControl));
-      k.head = k.consumed->load(std::memory_order_acquire);
-      k.source_pool =
-          Bytes(options.regions[peer]) +
-          layout::PoolOffset(peers_, theirs.depth, theirs.pool_bytes, c);
-    }
     Pool& own = pool(c);
     own.base = Bytes(options.regions[my_index_]) +
                layout::PoolOffset(peers_, mine.depth, mine.pool_bytes, c);
@@ -192,7 +195,26 @@ void AmNetwork::FreeChunk(Pool& p, uint32_t chunk_offset) {
       ->done.store(1, std::memory_order_release);
 }
 
+void AmNetwork::SecondReply(const ReplyTo& to) const {
+  FatalError(absl::StrFormat(
+      "PSHM network: a second reply to the request at position %u from "
+      "supernode peer %u (a request has at most one reply)",
+      to.position, to.dest));
+}
+
 void AmNetwork::Cancel(Reservation& r) {
+  if (r.chunk_offset != 0) {
+    FreeChunk(pool(r.reply_to != nullptr ? Channel::kReply : Channel::kRequest),
+              r.chunk_offset);
+  }
+  if (r.reply_to != nullptr) {
+    // Nothing was written that the requester looks at; the handler may
+    // still reply, or the slot says "no reply" when it returns.
+    r.reply_to->state = ReplyTo::State::kNone;
+    return;
+  }
+  // The receiver takes positions in order: this one must still be
+  // published, as nothing to deliver.
   Slot* slot = r.slot;
   slot->handler = 0;
   slot->category = static_cast<uint8_t>(r.category);
@@ -200,8 +222,8 @@ void AmNetwork::Cancel(Reservation& r) {
   slot->flags = layout::kCancelled;
   slot->payload_len = 0;
   slot->chunk_offset = 0;
-  if (r.chunk_offset != 0) FreeChunk(pool(r.channel), r.chunk_offset);
-  slot->seq.store(r.position + 1, std::memory_order_release);
+  slot->state.store(SlotState(SlotKind::kRequest, r.position),
+                    std::memory_order_release);
 }
 
 void AmNetwork::WaitProgress(Channel channel) {
@@ -229,21 +251,70 @@ void AmNetwork::UnlockPoll(Channel channel) {
   }
 }
 
-int AmNetwork::PollChannel(Channel channel) {
+// A slot's fields after its state word, as Deliver reads them from a copy.
+struct SlotFields {
+  uint8_t handler, category, nargs, flags;
+  uint32_t payload_len, chunk_offset;
+};
+
+void AmNetwork::Deliver(unsigned char* copy, Channel channel, uint32_t source,
+                        uint32_t source_rank, unsigned char* source_pool,
+                        ReplyTo* reply) {
+  SlotFields f;
+  std::memcpy(&f, copy + offsetof(Slot, handler), sizeof(f));
+  static_assert(offsetof(Slot, handler) + sizeof(SlotFields) ==
+                layout::kSlotHeaderBytes);
+  if ((f.flags & layout::kCancelled) != 0) return;
+  ChunkHeader* chunk =
+      (f.flags & layout::kInChunk) != 0
+          ? reinterpret_cast<ChunkHeader*>(source_pool + (f.chunk_offset - 1))
+          : nullptr;
+  unsigned char* body =
+      chunk != nullptr
+          ? reinterpret_cast<unsigned char*>(chunk) + sizeof(ChunkHeader)
+          : copy + layout::kSlotHeaderBytes;
+  const auto category = static_cast<Category>(f.category);
+  Message m;
+  m.source = source_rank;
+  m.source_index = source;
+  m.channel = channel;
+  m.category = category;
+  m.handler = f.handler;
+  m.nargs = f.nargs;
+  m.args =
+      reinterpret_cast<const uint32_t*>(body + layout::ArgsOffset(category));
+  m.payload_len = f.payload_len;
+  m.reply = reply;
+  if (category == Category::kMedium) {
+    m.payload = body + layout::PayloadOffset(category, f.nargs);
+  } else if (category == Category::kLong) {
+    uint64_t dest;
+    std::memcpy(&dest, body, sizeof(dest));
+    m.payload = reinterpret_cast<void*>(static_cast<uintptr_t>(dest));
+  } else {
+    m.payload = nullptr;
+    m.payload_len = 0;
+  }
+  dispatcher_(context_, m);
+  if (chunk != nullptr) chunk->done.store(1, std::memory_order_release);
+}
+
+int AmNetwork::PollRequests() {
   int delivered = 0;
   for (uint32_t source = 0; source < peers_; ++source) {
-    Consumer& k = consumer(channel, source);
+    Consumer& k = consumers_[source];
     // At most one queue's worth from each source per poll: fair to the
     // others, and bounded even if the source keeps sending.
     for (uint32_t n = 0; n < k.depth; ++n) {
-      // Take one message: copy the slot and hand it back to the sender
-      // before running the handler, so the queue keeps moving while the
-      // handler runs (and a handler may poll, re-entering this loop).
-      if (!LockPoll(channel)) return delivered;
+      // Take one request: copy the slot before running the handler (the
+      // reply is written over it) and move on, so that a handler may poll,
+      // re-entering this loop.
+      if (!LockPoll(Channel::kRequest)) return delivered;
       const uint32_t head = k.head;
       Slot* slot = &k.slots[head & k.mask];
-      if (slot->seq.load(std::memory_order_acquire) != head + 1) {
-        UnlockPoll(channel);
+      if (slot->state.load(std::memory_order_acquire) !=
+          SlotState(SlotKind::kRequest, head)) {
+        UnlockPoll(Channel::kRequest);
         break;
       }
       alignas(kCacheLine) unsigned char copy[sizeof(Slot)];
@@ -252,60 +323,154 @@ int AmNetwork::PollChannel(Channel channel) {
                       sizeof(std::atomic<uint32_t>),
                   sizeof(Slot) - sizeof(std::atomic<uint32_t>));
       k.head = head + 1;
-      k.consumed->store(head + 1, std::memory_order_release);
-      UnlockPoll(channel);
+      ++k.running;
+      UnlockPoll(Channel::kRequest);
 
-      const uint8_t handler = copy[4];
-      const auto category = static_cast<Category>(copy[5]);
-      const uint8_t nargs = copy[6];
-      const uint8_t flags = copy[7];
-      uint32_t payload_len, chunk_offset;
-      std::memcpy(&payload_len, copy + 8, sizeof(payload_len));
-      std::memcpy(&chunk_offset, copy + 12, sizeof(chunk_offset));
-      ChunkHeader* chunk = (flags & layout::kInChunk) != 0
-                               ? reinterpret_cast<ChunkHeader*>(
-                                     k.source_pool + (chunk_offset - 1))
-                               : nullptr;
-      if ((flags & layout::kCancelled) == 0) {
-        unsigned char* body =
-            chunk != nullptr
-                ? reinterpret_cast<unsigned char*>(chunk) + sizeof(ChunkHeader)
-                : copy + layout::kSlotHeaderBytes;
-        Message m;
-        m.source = k.source_rank;
-        m.source_index = source;
-        m.channel = channel;
-        m.category = category;
-        m.handler = handler;
-        m.nargs = nargs;
-        m.args = reinterpret_cast<const uint32_t*>(
-            body + layout::ArgsOffset(category));
-        m.payload_len = payload_len;
-        if (category == Category::kMedium) {
-          m.payload = body + layout::PayloadOffset(category, nargs);
-        } else if (category == Category::kLong) {
-          uint64_t dest;
-          std::memcpy(&dest, body, sizeof(dest));
-          m.payload = reinterpret_cast<void*>(static_cast<uintptr_t>(dest));
-        } else {
-          m.payload = nullptr;
-          m.payload_len = 0;
-        }
-        dispatcher_(context_, m);
-        ++delivered;
+      ReplyTo reply{slot, head, source, ReplyTo::State::kNone};
+      const bool cancelled =
+          (copy[offsetof(Slot, flags)] & layout::kCancelled) != 0;
+      Deliver(copy, Channel::kRequest, source, k.source_rank, k.source_pool,
+              &reply);
+      if (!cancelled) ++delivered;
+      if (ABSL_PREDICT_FALSE(reply.state == ReplyTo::State::kReserved)) {
+        FatalError(absl::StrFormat(
+            "PSHM network: a request handler from supernode peer %u "
+            "returned with its reply reserved but neither committed nor "
+            "cancelled",
+            source));
       }
-      if (chunk != nullptr) {
-        chunk->done.store(1, std::memory_order_release);
+      if (thread_safe_) {
+        // Handlers end out of order here: say so in the slot.
+        if (reply.state == ReplyTo::State::kNone) {
+          slot->state.store(SlotState(SlotKind::kDone, head),
+                            std::memory_order_release);
+        }
+      } else if (--k.running == 0) {
+        // Every request taken so far is finished (a handler that polled
+        // took later ones inside this one). After the reply's own store.
+        k.finished->store(k.head, std::memory_order_release);
       }
     }
   }
   return delivered;
 }
 
-int AmNetwork::Poll() {
-  return PollChannel(Channel::kReply) + PollChannel(Channel::kRequest);
+bool AmNetwork::FinishedThere(Producer& p, uint32_t pos) {
+  if (static_cast<int32_t>(pos - p.known_finished) < 0) return true;
+  p.known_finished = p.finished->load(std::memory_order_acquire);
+  return static_cast<int32_t>(pos - p.known_finished) < 0;
 }
 
-int AmNetwork::PollReplies() { return PollChannel(Channel::kReply); }
+bool AmNetwork::RetireFinished(Producer& p) {
+  if (!LockPoll(Channel::kReply)) return false;
+  const uint32_t tail = p.tail.load(std::memory_order_acquire);
+  const uint32_t start = p.retired.load(std::memory_order_relaxed);
+  uint32_t pos = start;
+  for (; pos != tail; ++pos) {
+    const std::atomic<uint32_t>& state = p.slots[pos & p.mask].state;
+    if (state.load(std::memory_order_acquire) ==
+        SlotState(SlotKind::kDone, pos)) {
+      continue;
+    }
+    // Finished there, and (read after learning that) not a reply, which
+    // only TakeReplies may run.
+    if (!FinishedThere(p, pos) || state.load(std::memory_order_acquire) ==
+                                      SlotState(SlotKind::kReply, pos)) {
+      break;
+    }
+  }
+  p.retired.store(pos, std::memory_order_release);
+  UnlockPoll(Channel::kReply);
+  return pos != start;
+}
+
+int AmNetwork::TakeReplies(Producer& p, uint32_t dest) {
+  int delivered = 0;
+  // In order, from the oldest unfinished request: a reply is run, a
+  // request finished without one is retired, and the first still in its
+  // handler stops the pass (so that replies run in the order they were
+  // sent).
+  for (uint32_t n = 0; n < p.depth; ++n) {
+    if (!LockPoll(Channel::kReply)) return delivered;
+    const uint32_t pos = p.retired.load(std::memory_order_relaxed);
+    const uint32_t tail = p.tail.load(std::memory_order_acquire);
+    if (pos == tail) {
+      UnlockPoll(Channel::kReply);
+      return delivered;
+    }
+    Slot* slot = &p.slots[pos & p.mask];
+    uint32_t state = slot->state.load(std::memory_order_acquire);
+    if (state != SlotState(SlotKind::kReply, pos) &&
+        state != SlotState(SlotKind::kDone, pos)) {
+      // Finished without a reply? Asked only when later requests wait
+      // behind this one: a lone request is waited for in its own slot
+      // (where its reply would appear), and a sender that needs the slot
+      // asks through RetireFinished.
+      if (pos + 1 == tail || !FinishedThere(p, pos)) {
+        UnlockPoll(Channel::kReply);
+        break;
+      }
+      state = slot->state.load(std::memory_order_acquire);
+    }
+    if (state != SlotState(SlotKind::kReply, pos)) {
+      p.retired.store(pos + 1, std::memory_order_release);
+      UnlockPoll(Channel::kReply);
+      continue;
+    }
+    alignas(kCacheLine) unsigned char copy[sizeof(Slot)];
+    std::memcpy(copy, slot, sizeof(Slot));
+    p.retired.store(pos + 1, std::memory_order_release);
+    UnlockPoll(Channel::kReply);
+    Deliver(copy, Channel::kReply, dest, p.source_rank, p.reply_pool, nullptr);
+    ++delivered;
+  }
+  if (thread_safe_) delivered += TakeLaterReplies(p, dest);
+  return delivered;
+}
+
+int AmNetwork::TakeLaterReplies(Producer& p, uint32_t dest) {
+  // With several threads polling there, a peer may reply to a later
+  // request while an earlier one's handler still runs; its reply body may
+  // then hold room in the peer's reply pool that the earlier handler is
+  // waiting for. Run such replies now, and mark their slots finished for
+  // the in-order pass.
+  int delivered = 0;
+  if (!LockPoll(Channel::kReply)) return 0;
+  const uint32_t tail = p.tail.load(std::memory_order_acquire);
+  for (uint32_t pos = p.retired.load(std::memory_order_relaxed) + 1;
+       static_cast<int32_t>(tail - pos) > 0; ++pos) {
+    Slot* slot = &p.slots[pos & p.mask];
+    if (slot->state.load(std::memory_order_acquire) !=
+        SlotState(SlotKind::kReply, pos)) {
+      continue;
+    }
+    alignas(kCacheLine) unsigned char copy[sizeof(Slot)];
+    std::memcpy(copy, slot, sizeof(Slot));
+    slot->state.store(SlotState(SlotKind::kDone, pos),
+                      std::memory_order_release);
+    UnlockPoll(Channel::kReply);
+    Deliver(copy, Channel::kReply, dest, p.source_rank, p.reply_pool, nullptr);
+    ++delivered;
+    if (!LockPoll(Channel::kReply)) return delivered;
+  }
+  UnlockPoll(Channel::kReply);
+  return delivered;
+}
+
+int AmNetwork::PollReplies() {
+  int delivered = 0;
+  for (uint32_t dest = 0; dest < peers_; ++dest) {
+    Producer& p = producers_[dest];
+    // Nothing unfinished to this peer: nothing to read in its region.
+    if (p.retired.load(std::memory_order_relaxed) ==
+        p.tail.load(std::memory_order_relaxed)) {
+      continue;
+    }
+    delivered += TakeReplies(p, dest);
+  }
+  return delivered;
+}
+
+int AmNetwork::Poll() { return PollReplies() + PollRequests(); }
 
 }  // namespace gex::pshm

@@ -1,26 +1,34 @@
 // The PSHM Active Message network: messages between the ranks of one
 // supernode through queues in shared memory.
 //
-// Every ordered pair of supernode peers (a rank and itself included) has,
-// per channel (requests, replies), a single-reader ring of `depth` one-line
-// slots in the receiver's region; every rank has, per channel, a payload
-// pool in its own region for message bodies too big for a slot (more than
-// 48 bytes of Long address, arguments and Medium payload). A Short, or a
-// Medium of a few bytes with a few arguments, is one cache line written by
-// the sender and read by the receiver; nothing else crosses between their
-// caches. Long payloads are copied straight into the target's segment
-// before the message is published. No locks in SEQ mode, no system calls,
-// no allocation on send or receive.
+// Every ordered pair of supernode peers (a rank and itself included) has a
+// single-reader ring of `depth` one-line slots for requests in the
+// receiver's region; the receiver writes a request's reply (or that there
+// is none) back into the request's own slot, where the requester finds
+// it. Every rank has, per channel, a payload pool in its own region for
+// message bodies too big for a slot (more than 48 bytes of Long address,
+// arguments and Medium payload). A Short, or a Medium of a few bytes with
+// a few arguments, and its reply are one cache line that goes to the
+// receiver and comes back, as in a raw ping-pong; nothing else crosses
+// between their caches. Long payloads are copied straight into the
+// target's segment before the message is published. No locks in SEQ mode,
+// no system calls, no allocation on send or receive.
 //
-// Flow control: a sender that finds the receiver's queue full, or its own
-// pool out of space, waits, and while it waits it polls its own queues (a
-// request waits polling requests and replies; a reply polls replies only,
-// whose handlers never send), so ranks flooding each other cannot
-// deadlock. With `immediate` the sender gets kWouldBlock instead.
+// Flow control: a request's slot is taken until its reply has been run (or
+// the receiver said there is none), so at most `depth` requests from one
+// rank to another are unfinished. A sender that finds none free, or its
+// own pool out of space, waits, and while it waits it polls its own queues
+// (a request waits polling requests and replies; a reply, which never
+// waits for a slot, waits for pool space polling replies only, whose
+// handlers never send), so ranks flooding each other cannot deadlock.
+// With `immediate` the sender gets kWouldBlock instead (after running the
+// replies already there).
 //
-// Ordering: messages from one sender to one receiver on one channel are
-// delivered in the order they were sent (the order their slots were
-// reserved) when one thread polls.
+// Ordering: requests from one sender to one receiver are delivered in the
+// order they were sent (the order their slots were reserved) when one
+// thread polls; so are the replies to them. With several polling threads
+// (thread_safe) a reply may overtake one whose request handler is still
+// running.
 //
 // Threads (thread_safe = true, GASNet's PAR mode): any thread may send and
 // poll. Slots are claimed with a compare-and-swap; pool allocation and
@@ -28,9 +36,12 @@
 // across a handler or a wait).
 //
 //   AmNetwork net(options);  // over regions mapped by every peer
-//   net.Send(Channel::kRequest, peer, Category::kShort, handler, args, 2,
-//            nullptr, 0, {}, /*immediate=*/false);
+//   net.SendRequest(peer, Category::kShort, handler, args, 2, nullptr, 0,
+//                   nullptr, 0, /*immediate=*/false);
 //   net.Poll();  // runs options.dispatcher for each message that arrived
+//   // ... and in the dispatcher, for a request m:
+//   net.SendReply(*m.reply, Category::kShort, handler, args, 1, nullptr, 0,
+//                 nullptr, 0, /*immediate=*/false);
 #ifndef GEX_PSHM_AM_NETWORK_H_
 #define GEX_PSHM_AM_NETWORK_H_
 
@@ -51,6 +62,16 @@
 
 namespace gex::pshm {
 
+// Where a request's reply goes: the request's own slot. The dispatcher
+// gets one with each request (Message::reply), valid until it returns.
+struct ReplyTo {
+  enum class State : uint8_t { kNone, kReserved, kSent };
+  layout::Slot* slot;
+  uint32_t position;  // The request's queue position.
+  uint32_t dest;      // The requester's supernode index.
+  State state;
+};
+
 // A message as its handler sees it. `payload` is valid until the
 // dispatcher returns: a Medium's bytes (in the sender's pool or a copy of
 // the slot), or, for a Long, the destination in the receiver's segment.
@@ -64,6 +85,7 @@ struct Message {
   const uint32_t* args;
   void* payload;
   size_t payload_len;
+  ReplyTo* reply;  // A request's; nullptr for a reply.
 };
 
 using Dispatcher = void (*)(void* context, const Message& message);
@@ -72,12 +94,12 @@ enum class SendStatus { kOk, kWouldBlock };
 
 // A claimed slot (and pool chunk) between Reserve and Commit or Cancel.
 struct Reservation {
-  Channel channel;
   Category category;
   uint8_t nargs;
   uint32_t dest;  // Supernode index.
   uint32_t position;
   layout::Slot* slot;
+  ReplyTo* reply_to;      // A reply's request; nullptr for a request.
   unsigned char* body;    // The slot's inline body, or the chunk's.
   uint32_t chunk_offset;  // + 1; 0 when the body is inline.
   // Where a Medium payload goes (capacity: the max_payload reserved).
@@ -115,31 +137,40 @@ class AmNetwork {
   uint32_t peers() const { return peers_; }
 
   // Claims a slot in `dest`'s queue and, when the body does not fit in
-  // the slot, a chunk of this rank's pool big enough for `nargs` arguments
-  // and `max_payload` bytes of Medium payload. Waits (polling) unless
-  // `immediate`. The caller then writes up to max_payload bytes at
+  // the slot, a chunk of this rank's request pool big enough for `nargs`
+  // arguments and `max_payload` bytes of Medium payload. Waits (polling)
+  // unless `immediate`. The caller then writes up to max_payload bytes at
   // r->payload (Medium) and calls Commit or Cancel exactly once.
-  SendStatus Reserve(Channel channel, uint32_t dest, Category category,
-                     uint8_t nargs, size_t max_payload, bool immediate,
-                     Reservation* r);
+  SendStatus ReserveRequest(uint32_t dest, Category category, uint8_t nargs,
+                            size_t max_payload, bool immediate, Reservation* r);
+  // The same for the reply to `to`'s request, from inside its handler (at
+  // most one; a second is a fatal error). Only a body that does not fit in
+  // the slot can wait (for room in this rank's reply pool).
+  SendStatus ReserveReply(ReplyTo& to, Category category, uint8_t nargs,
+                          size_t max_payload, bool immediate, Reservation* r);
   // Publishes the message. For a Long, `long_dest` is the destination
   // address as the receiver sees it (its handler's payload pointer), and
   // the caller has already written the payload there.
   void Commit(Reservation& r, uint8_t handler, const uint32_t* args,
               size_t payload_len, uint64_t long_dest);
-  // Publishes nothing: the slot is skipped and the chunk freed.
+  // Publishes nothing: the request's slot is skipped, or the reply is not
+  // sent (the handler may still send one); the chunk is freed.
   void Cancel(Reservation& r);
 
   // Reserve + copy + Commit. For a Medium `payload` is copied into the
   // message; for a Long it is copied to `long_local` (the destination
   // mapped here) and the receiver is told `long_dest`.
-  SendStatus Send(Channel channel, uint32_t dest, Category category,
-                  uint8_t handler, const uint32_t* args, uint8_t nargs,
-                  const void* payload, size_t payload_len, void* long_local,
-                  uint64_t long_dest, bool immediate);
+  SendStatus SendRequest(uint32_t dest, Category category, uint8_t handler,
+                         const uint32_t* args, uint8_t nargs,
+                         const void* payload, size_t payload_len,
+                         void* long_local, uint64_t long_dest, bool immediate);
+  SendStatus SendReply(ReplyTo& to, Category category, uint8_t handler,
+                       const uint32_t* args, uint8_t nargs, const void* payload,
+                       size_t payload_len, void* long_local, uint64_t long_dest,
+                       bool immediate);
 
-  // Delivers what has arrived on both channels (replies first); returns
-  // the number of messages delivered.
+  // Delivers what has arrived (replies first, then requests); returns the
+  // number of messages delivered.
   int Poll();
   // Delivers arrived replies only.
   int PollReplies();
@@ -148,22 +179,33 @@ class AmNetwork {
   uint64_t waits() const { return waits_.load(std::memory_order_relaxed); }
 
  private:
+  // This rank's requests to one peer: positions [retired, tail) are taken,
+  // and the peer's region holds their slots.
   struct alignas(kCacheLine) Producer {
     std::atomic<uint32_t> tail{0};
-    std::atomic<uint32_t> known_consumed{0};
+    // Every position before this one is finished (its reply run, or none
+    // coming): its slot is free.
+    std::atomic<uint32_t> retired{0};
+    // The peer's count of finished requests (QueueControl), and what this
+    // rank last read of it (under the reply poll lock).
+    const std::atomic<uint32_t>* finished = nullptr;
+    uint32_t known_finished = 0;
     layout::Slot* slots = nullptr;
-    const std::atomic<uint32_t>* consumed = nullptr;
+    unsigned char* reply_pool = nullptr;  // The peer's, for reply bodies.
+    uint32_t source_rank = 0;             // The peer's job rank.
     uint32_t depth = 0;
     uint32_t mask = 0;  // RingSlots(depth) - 1.
   };
+  // One peer's requests to this rank, in this rank's region.
   struct alignas(kCacheLine) Consumer {
     uint32_t head = 0;
+    uint32_t running = 0;  // Handlers running (SEQ; a handler may poll).
+    std::atomic<uint32_t>* finished = nullptr;  // QueueControl.
     uint32_t source_rank = 0;
     uint32_t depth = 0;
     uint32_t mask = 0;
     layout::Slot* slots = nullptr;
-    std::atomic<uint32_t>* consumed = nullptr;
-    unsigned char* source_pool = nullptr;
+    unsigned char* source_pool = nullptr;  // The peer's request pool.
   };
   struct alignas(kCacheLine) Pool {
     std::atomic<bool> busy{false};  // The lock, in thread-safe mode.
@@ -177,27 +219,50 @@ class AmNetwork {
   };
 
   bool TryClaimSlot(Producer& p, uint32_t* position);
+  // Allocates a chunk for a body that does not fit in a slot (waiting,
+  // unless `immediate`); returns its offset + 1, or 0 when the body fits
+  // or (immediate) there is no room, with *refused set.
+  uint32_t ChunkFor(Channel channel, size_t body, bool immediate,
+                    bool* refused);
+  void FillReservation(Category category, uint8_t nargs, uint32_t dest,
+                       uint32_t position, layout::Slot* slot, ReplyTo* reply_to,
+                       Channel channel, uint32_t chunk, Reservation* r);
+  // The copy of a Send: the payload into the message (Medium) or to
+  // `long_local` (Long), then Commit.
+  void CopyAndCommit(Reservation& r, uint8_t handler, const uint32_t* args,
+                     const void* payload, size_t payload_len, void* long_local,
+                     uint64_t long_dest);
   // A body no pool could hold (a caller skipped the AM layer's size
   // checks): a fatal error naming the size.
   [[noreturn]] void TooLarge(size_t body_bytes) const;
+  [[noreturn]] void SecondReply(const ReplyTo& to) const;
   // Returns the chunk offset + 1, or 0 when the pool is full.
   uint32_t TryAllocChunk(Pool& pool, size_t bytes);
   void Reclaim(Pool& pool);
   void FreeChunk(Pool& pool, uint32_t chunk_offset);
   // One round of waiting for space on `channel`.
   void WaitProgress(Channel channel);
-  int PollChannel(Channel channel);
+  int PollRequests();
+  // Runs the replies that have arrived from `dest`; retires finished slots.
+  int TakeReplies(Producer& p, uint32_t dest);
+  // Retires the finished requests to one peer that have no reply to run;
+  // returns whether it retired any.
+  bool RetireFinished(Producer& p);
+  // Whether the peer has finished the request at `pos` (reading its
+  // QueueControl only when this rank's last reading does not say so).
+  bool FinishedThere(Producer& p, uint32_t pos);
+  // Thread-safe mode: runs replies to later requests while an earlier
+  // request's handler still runs.
+  int TakeLaterReplies(Producer& p, uint32_t dest);
+  // Runs one message copied out of its slot (`copy`, a whole Slot).
+  void Deliver(unsigned char* copy, Channel channel, uint32_t source,
+               uint32_t source_rank, unsigned char* source_pool,
+               ReplyTo* reply);
   bool LockPoll(Channel channel);
   void UnlockPoll(Channel channel);
   void LockPool(Pool& pool);
   void UnlockPool(Pool& pool);
 
-  Producer& producer(Channel c, uint32_t dest) {
-    return producers_[static_cast<uint8_t>(c) * peers_ + dest];
-  }
-  Consumer& consumer(Channel c, uint32_t source) {
-    return consumers_[static_cast<uint8_t>(c) * peers_ + source];
-  }
   Pool& pool(Channel c) { return pools_[static_cast<uint8_t>(c)]; }
 
   uint32_t my_index_;
@@ -206,8 +271,8 @@ class AmNetwork {
   void* context_;
   bool thread_safe_;
   bool polite_;
-  std::unique_ptr<Producer[]> producers_;
-  std::unique_ptr<Consumer[]> consumers_;
+  std::unique_ptr<Producer[]> producers_;  // By destination.
+  std::unique_ptr<Consumer[]> consumers_;  // By source.
   Pool pools_[kChannels];
   PollLock poll_locks_[kChannels];
   std::atomic<uint64_t> waits_{0};
@@ -220,23 +285,17 @@ inline bool AmNetwork::TryClaimSlot(Producer& p, uint32_t* position) {
   uint32_t tail = p.tail.load(std::memory_order_relaxed);
   const auto depth = static_cast<int32_t>(p.depth);
   for (;;) {
-    // Distances are signed: another thread may have moved known_consumed
-    // past this thread's snapshot of the tail, which is not "full".
-    // (Acquire/release on known_consumed: another thread's view of the
-    // receiver's progress must carry the receiver's release with it.)
+    // Distances are signed: another thread may have moved `retired` past
+    // this thread's snapshot of the tail, which is not "full". (Acquire:
+    // the slot's last reader, the thread that retired it, is done with it.)
     if (static_cast<int32_t>(
-            tail - p.known_consumed.load(std::memory_order_acquire)) >= depth) {
-      // Looks full: ask the receiver how far it got.
-      const uint32_t consumed = p.consumed->load(std::memory_order_acquire);
-      p.known_consumed.store(consumed, std::memory_order_release);
-      if (static_cast<int32_t>(tail - consumed) >= depth) {
-        // Full, unless another thread took slots meanwhile (then retry
-        // with the newer tail).
-        const uint32_t now = p.tail.load(std::memory_order_relaxed);
-        if (now == tail) return false;
-        tail = now;
-        continue;
-      }
+            tail - p.retired.load(std::memory_order_acquire)) >= depth) {
+      // Full, unless another thread took slots meanwhile (then retry with
+      // the newer tail).
+      const uint32_t now = p.tail.load(std::memory_order_relaxed);
+      if (now == tail) return false;
+      tail = now;
+      continue;
     }
     if (!thread_safe_) {
       p.tail.store(tail + 1, std::memory_order_relaxed);
@@ -251,42 +310,79 @@ inline bool AmNetwork::TryClaimSlot(Producer& p, uint32_t* position) {
   }
 }
 
-inline SendStatus AmNetwork::Reserve(Channel channel, uint32_t dest,
-                                     Category category, uint8_t nargs,
-                                     size_t max_payload, bool immediate,
-                                     Reservation* r) {
-  const size_t body = layout::BodyBytes(category, nargs, max_payload);
-  uint32_t chunk = 0;
-  if (ABSL_PREDICT_FALSE(body > layout::kInlineBytes)) {
-    Pool& own = pool(channel);
-    const size_t bytes = layout::ChunkBytes(body);
-    if (ABSL_PREDICT_FALSE(bytes > own.bytes)) TooLarge(body);
-    while ((chunk = TryAllocChunk(own, bytes)) == 0) {
-      if (immediate) return SendStatus::kWouldBlock;
-      WaitProgress(channel);
-    }
-  }
-  Producer& p = producer(channel, dest);
-  uint32_t position;
-  while (!TryClaimSlot(p, &position)) {
+inline uint32_t AmNetwork::ChunkFor(Channel channel, size_t body,
+                                    bool immediate, bool* refused) {
+  *refused = false;
+  if (ABSL_PREDICT_TRUE(body <= layout::kInlineBytes)) return 0;
+  Pool& own = pool(channel);
+  const size_t bytes = layout::ChunkBytes(body);
+  if (ABSL_PREDICT_FALSE(bytes > own.bytes)) TooLarge(body);
+  uint32_t chunk;
+  while ((chunk = TryAllocChunk(own, bytes)) == 0) {
     if (immediate) {
-      if (chunk != 0) FreeChunk(pool(channel), chunk);
-      return SendStatus::kWouldBlock;
+      *refused = true;
+      return 0;
     }
     WaitProgress(channel);
   }
-  layout::Slot* slot = &p.slots[position & p.mask];
-  r->channel = channel;
+  return chunk;
+}
+
+inline void AmNetwork::FillReservation(Category category, uint8_t nargs,
+                                       uint32_t dest, uint32_t position,
+                                       layout::Slot* slot, ReplyTo* reply_to,
+                                       Channel channel, uint32_t chunk,
+                                       Reservation* r) {
   r->category = category;
   r->nargs = nargs;
   r->dest = dest;
   r->position = position;
   r->slot = slot;
+  r->reply_to = reply_to;
   r->chunk_offset = chunk;
   r->body = chunk == 0 ? slot->body
                        : pool(channel).base + (chunk - 1) +
                              sizeof(layout::ChunkHeader);
   r->payload = r->body + layout::PayloadOffset(category, nargs);
+}
+
+inline SendStatus AmNetwork::ReserveRequest(uint32_t dest, Category category,
+                                            uint8_t nargs, size_t max_payload,
+                                            bool immediate, Reservation* r) {
+  bool refused;
+  const uint32_t chunk = ChunkFor(
+      Channel::kRequest, layout::BodyBytes(category, nargs, max_payload),
+      immediate, &refused);
+  if (ABSL_PREDICT_FALSE(refused)) return SendStatus::kWouldBlock;
+  Producer& p = producers_[dest];
+  uint32_t position;
+  while (ABSL_PREDICT_FALSE(!TryClaimSlot(p, &position))) {
+    // A request finished without a reply frees its slot once this rank
+    // sees it finished: look (running no handler) before waiting.
+    if (RetireFinished(p) && TryClaimSlot(p, &position)) break;
+    if (immediate) {
+      if (chunk != 0) FreeChunk(pool(Channel::kRequest), chunk);
+      return SendStatus::kWouldBlock;
+    }
+    WaitProgress(Channel::kRequest);
+  }
+  FillReservation(category, nargs, dest, position, &p.slots[position & p.mask],
+                  nullptr, Channel::kRequest, chunk, r);
+  return SendStatus::kOk;
+}
+
+inline SendStatus AmNetwork::ReserveReply(ReplyTo& to, Category category,
+                                          uint8_t nargs, size_t max_payload,
+                                          bool immediate, Reservation* r) {
+  if (ABSL_PREDICT_FALSE(to.state != ReplyTo::State::kNone)) SecondReply(to);
+  bool refused;
+  const uint32_t chunk =
+      ChunkFor(Channel::kReply, layout::BodyBytes(category, nargs, max_payload),
+               immediate, &refused);
+  if (ABSL_PREDICT_FALSE(refused)) return SendStatus::kWouldBlock;
+  to.state = ReplyTo::State::kReserved;
+  FillReservation(category, nargs, to.dest, to.position, to.slot, &to,
+                  Channel::kReply, chunk, r);
   return SendStatus::kOk;
 }
 
@@ -307,30 +403,57 @@ inline void AmNetwork::Commit(Reservation& r, uint8_t handler,
   slot->flags = r.chunk_offset != 0 ? layout::kInChunk : 0;
   slot->payload_len = static_cast<uint32_t>(payload_len);
   slot->chunk_offset = r.chunk_offset;
-  slot->seq.store(r.position + 1, std::memory_order_release);
+  layout::SlotKind kind = layout::SlotKind::kRequest;
+  if (r.reply_to != nullptr) {
+    r.reply_to->state = ReplyTo::State::kSent;
+    kind = layout::SlotKind::kReply;
+  }
+  slot->state.store(layout::SlotState(kind, r.position),
+                    std::memory_order_release);
 }
 
-inline SendStatus AmNetwork::Send(Channel channel, uint32_t dest,
-                                  Category category, uint8_t handler,
-                                  const uint32_t* args, uint8_t nargs,
-                                  const void* payload, size_t payload_len,
-                                  void* long_local, uint64_t long_dest,
-                                  bool immediate) {
+inline SendStatus AmNetwork::SendRequest(uint32_t dest, Category category,
+                                         uint8_t handler, const uint32_t* args,
+                                         uint8_t nargs, const void* payload,
+                                         size_t payload_len, void* long_local,
+                                         uint64_t long_dest, bool immediate) {
   Reservation r;
   const size_t medium_len = category == Category::kMedium ? payload_len : 0;
-  if (Reserve(channel, dest, category, nargs, medium_len, immediate, &r) !=
+  if (ReserveRequest(dest, category, nargs, medium_len, immediate, &r) !=
       SendStatus::kOk) {
     return SendStatus::kWouldBlock;
   }
+  CopyAndCommit(r, handler, args, payload, payload_len, long_local, long_dest);
+  return SendStatus::kOk;
+}
+
+inline SendStatus AmNetwork::SendReply(ReplyTo& to, Category category,
+                                       uint8_t handler, const uint32_t* args,
+                                       uint8_t nargs, const void* payload,
+                                       size_t payload_len, void* long_local,
+                                       uint64_t long_dest, bool immediate) {
+  Reservation r;
+  const size_t medium_len = category == Category::kMedium ? payload_len : 0;
+  if (ReserveReply(to, category, nargs, medium_len, immediate, &r) !=
+      SendStatus::kOk) {
+    return SendStatus::kWouldBlock;
+  }
+  CopyAndCommit(r, handler, args, payload, payload_len, long_local, long_dest);
+  return SendStatus::kOk;
+}
+
+inline void AmNetwork::CopyAndCommit(Reservation& r, uint8_t handler,
+                                     const uint32_t* args, const void* payload,
+                                     size_t payload_len, void* long_local,
+                                     uint64_t long_dest) {
   if (payload_len != 0) {
-    if (category == Category::kMedium) {
+    if (r.category == Category::kMedium) {
       std::memcpy(r.payload, payload, payload_len);
-    } else if (category == Category::kLong) {
+    } else if (r.category == Category::kLong) {
       std::memcpy(long_local, payload, payload_len);
     }
   }
   Commit(r, handler, args, payload_len, long_dest);
-  return SendStatus::kOk;
 }
 
 }  // namespace gex::pshm

@@ -4,14 +4,18 @@
 // A region belongs to its owner (the receiver of its queues and the sender
 // that fills its pools) and holds, after a one-line header:
 //
+//   for each supernode peer s (the owner included, for loopback):
+//     a QueueControl line: how many of s's requests the owner has finished
+//     RingSlots(depth) Slots: requests from s to the owner, one cache line
+//     each (at most `depth` of them in flight); the owner writes each
+//     request's reply back into the request's slot
 //   for each channel (request, reply):
-//     for each supernode peer s (the owner included, for loopback):
-//       a QueueControl line (the owner's count of slots consumed)
-//       RingSlots(depth) Slots: messages from s to the owner, one cache
-//       line each (at most `depth` of them in flight)
-//   for each channel:
 //     the owner's payload pool (`pool_bytes`), chunks for message bodies
 //     that do not fit in a slot
+//
+// A request and its reply share one cache line, so a request/reply round
+// trip moves that line to the receiver and back, as a raw ping-pong does;
+// and a reply never waits for a free slot (its slot is the request's).
 //
 // Each region describes itself in its header (depth, pool size), so a
 // sender always uses the receiver's own settings.
@@ -27,8 +31,8 @@ namespace gex::pshm {
 
 inline constexpr size_t kCacheLine = 64;
 
-// Channels: requests and replies travel in separate queues and pools, so a
-// rank waiting to send a reply needs only replies to drain (reply handlers
+// Channels: requests and replies have separate payload pools, so a rank
+// waiting for room for a reply needs only replies to drain (reply handlers
 // send nothing), which is what makes the network deadlock-free.
 enum class Channel : uint8_t { kRequest = 0, kReply = 1 };
 inline constexpr int kChannels = 2;
@@ -43,7 +47,7 @@ inline constexpr uint32_t kMaxMedium = 65536;
 namespace layout {
 
 inline constexpr uint64_t kMagic = 0x47455850534d4e31ull;  // "GEXPSMN1"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 
 struct alignas(kCacheLine) RegionHeader {
   uint64_t magic;
@@ -55,10 +59,14 @@ struct alignas(kCacheLine) RegionHeader {
 };
 static_assert(sizeof(RegionHeader) == kCacheLine);
 
-// The receiver's count of slots it has taken from one queue; the sender
-// reads it only when its own view of the queue says full.
+// The owner's count of requests from one peer it has finished: every
+// position before it has run its handler, and has its reply in its slot if
+// it has one. A requester reads it only when it needs a slot back from a
+// request that has no reply (a single-threaded owner writes it after each
+// handler instead of touching the slot; a thread-safe one, whose handlers
+// end out of order, marks each such slot kDone instead).
 struct alignas(kCacheLine) QueueControl {
-  std::atomic<uint32_t> consumed;
+  std::atomic<uint32_t> finished;
 };
 static_assert(sizeof(QueueControl) == kCacheLine);
 
@@ -69,11 +77,23 @@ inline constexpr uint8_t kCancelled = 2;  // Nothing to deliver.
 inline constexpr size_t kSlotHeaderBytes = 16;
 inline constexpr size_t kInlineBytes = kCacheLine - kSlotHeaderBytes;
 
-// One message header, one cache line. `seq` is the queue position + 1 once
-// the slot is published (a release store after everything else is
-// written), so a reader sees a whole message or none.
+// What a slot holds, in its `state` word: the kind of message last
+// published in it and the queue position of the request it belongs to
+// (modulo 2^30), so a stale value from an earlier lap never matches.
+enum class SlotKind : uint32_t {
+  kRequest = 1,  // A request, for the owner.
+  kReply = 2,    // The owner's reply to it, for the requester.
+  kDone = 3,     // Finished with no reply (see QueueControl).
+};
+inline constexpr uint32_t SlotState(SlotKind kind, uint32_t position) {
+  return position << 2 | static_cast<uint32_t>(kind);
+}
+
+// One message header, one cache line. `state` is stored last (a release
+// store after everything else is written), so a reader sees a whole
+// message or none.
 struct alignas(kCacheLine) Slot {
-  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> state;
   uint8_t handler;
   uint8_t category;
   uint8_t nargs;
@@ -126,16 +146,13 @@ inline constexpr size_t QueueBytes(uint32_t depth) {
   return sizeof(QueueControl) + size_t{RingSlots(depth)} * sizeof(Slot);
 }
 
-inline constexpr size_t QueueOffset(uint32_t peers, uint32_t depth,
-                                    Channel channel, uint32_t sender) {
-  return sizeof(RegionHeader) +
-         (size_t{static_cast<uint8_t>(channel)} * peers + sender) *
-             QueueBytes(depth);
+inline constexpr size_t QueueOffset(uint32_t depth, uint32_t sender) {
+  return sizeof(RegionHeader) + size_t{sender} * QueueBytes(depth);
 }
 
 inline constexpr size_t PoolOffset(uint32_t peers, uint32_t depth,
                                    uint64_t pool_bytes, Channel channel) {
-  return sizeof(RegionHeader) + size_t{kChannels} * peers * QueueBytes(depth) +
+  return sizeof(RegionHeader) + size_t{peers} * QueueBytes(depth) +
          static_cast<uint8_t>(channel) * pool_bytes;
 }
 

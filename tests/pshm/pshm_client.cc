@@ -274,11 +274,11 @@ void SendReply(const pshm::Message& m, uint32_t seq) {
   unsigned char payload[kReplyPayload];
   const bool medium = g.phase == kMediumPhase;
   if (medium) Fill(payload, sizeof payload, Seed(0x4e, g.me, m.source, seq));
-  const SendStatus s = Net().Send(
-      Channel::kReply, m.source_index,
-      medium ? Category::kMedium : Category::kShort, kFloodReply, args, 4,
-      medium ? payload : nullptr, medium ? sizeof payload : 0, nullptr, 0,
-      /*immediate=*/false);
+  const SendStatus s =
+      Net().SendReply(*m.reply, medium ? Category::kMedium : Category::kShort,
+                      kFloodReply, args, 4, medium ? payload : nullptr,
+                      medium ? sizeof payload : 0, nullptr, 0,
+                      /*immediate=*/false);
   CHECK_OR_DIE(s == SendStatus::kOk, "blocking reply send returned %d",
                static_cast<int>(s));
 }
@@ -671,8 +671,8 @@ void FloodPhase(uint32_t phase, uint32_t count, size_t size) {
       if (category == Category::kMedium) {
         const size_t len = PayloadLen(seq, size);
         Fill(buffer.data(), len, seed);
-        s = Net().Send(Channel::kRequest, dest_index, category, kFloodRequest,
-                       args, nargs, buffer.data(), len, nullptr, 0, false);
+        s = Net().SendRequest(dest_index, category, kFloodRequest, args, nargs,
+                              buffer.data(), len, nullptr, 0, false);
       } else if (category == Category::kLong) {
         // The destination area is free once its previous Long is answered.
         while (seq - g.replies[dest] >= kLongAreas) PollOnce();
@@ -683,11 +683,11 @@ void FloodPhase(uint32_t phase, uint32_t count, size_t size) {
         void* local = g.sn->Translate(dest, address, len);
         CHECK_OR_DIE(local != nullptr, "Translate(%u, %x, %u)", dest, address,
                      len);
-        s = Net().Send(Channel::kRequest, dest_index, category, kFloodRequest,
-                       args, nargs, buffer.data(), len, local, address, false);
+        s = Net().SendRequest(dest_index, category, kFloodRequest, args, nargs,
+                              buffer.data(), len, local, address, false);
       } else {
-        s = Net().Send(Channel::kRequest, dest_index, category, kFloodRequest,
-                       args, nargs, nullptr, 0, nullptr, 0, false);
+        s = Net().SendRequest(dest_index, category, kFloodRequest, args, nargs,
+                              nullptr, 0, nullptr, 0, false);
       }
       CHECK_OR_DIE(s == SendStatus::kOk, "blocking send returned %d",
                    static_cast<int>(s));
@@ -755,16 +755,16 @@ int Immediate() {
           // Per destination: a cancelled slot, then Shorts until full.
           for (uint32_t d = 0; d < peers; ++d) {
             pshm::Reservation r;
-            CHECK_OR_DIE(Net().Reserve(Channel::kRequest, d, Category::kMedium,
-                                       3, 100, true, &r) == SendStatus::kOk,
+            CHECK_OR_DIE(Net().ReserveRequest(d, Category::kMedium, 3, 100,
+                                              true, &r) == SendStatus::kOk,
                          "Reserve in an empty queue");
             Net().Cancel(r);
             uint32_t seq = 0;
             for (;; ++seq) {
               const uint32_t args[3] = {g.me, seq, step};
-              const SendStatus s = Net().Send(
-                  Channel::kRequest, d, Category::kShort, kImmediateRequest,
-                  args, 3, nullptr, 0, nullptr, 0, /*immediate=*/true);
+              const SendStatus s = Net().SendRequest(
+                  d, Category::kShort, kImmediateRequest, args, 3, nullptr, 0,
+                  nullptr, 0, /*immediate=*/true);
               if (s == SendStatus::kWouldBlock) break;
               CHECK_OR_DIE(seq < 1000000, "never got kWouldBlock");
             }
@@ -784,9 +784,9 @@ int Immediate() {
             const uint32_t seq = sent[dest];
             const uint32_t args[3] = {g.me, seq, step};
             Fill(buffer.data(), buffer.size(), Seed(0x1d, g.me, dest, seq));
-            const SendStatus s = Net().Send(
-                Channel::kRequest, d, Category::kMedium, kImmediateRequest,
-                args, 3, buffer.data(), buffer.size(), nullptr, 0, true);
+            const SendStatus s = Net().SendRequest(
+                d, Category::kMedium, kImmediateRequest, args, 3, buffer.data(),
+                buffer.size(), nullptr, 0, true);
             if (s == SendStatus::kWouldBlock) {
               blocked = true;
               PrintLine(absl::StrFormat(
@@ -841,8 +841,8 @@ void WriteFile(const std::string& path, const std::string& text) {
   const uint32_t next = (g.sn->my_index() + 1) % peers;
   for (uint32_t seq = 0;; ++seq) {
     const uint32_t args[2] = {g.me, seq};
-    (void)Net().Send(Channel::kRequest, next, Category::kShort, kSpinRequest,
-                     args, 2, nullptr, 0, nullptr, 0, /*immediate=*/true);
+    (void)Net().SendRequest(next, Category::kShort, kSpinRequest, args, 2,
+                            nullptr, 0, nullptr, 0, /*immediate=*/true);
     PollOnce();
   }
 }
