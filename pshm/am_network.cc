@@ -30,6 +30,19 @@ inline void CpuRelax() {
 #endif
 }
 
+// QueueControl::finished as a single-threaded receiver stores it: its
+// count of finished requests, shifted left, with the low bit set. A
+// thread-safe receiver never stores one (it marks slots kDone instead), so
+// the 0 it was formatted with means "no count here", at every position.
+uint32_t EncodeFinished(uint32_t count) { return count << 1 | 1; }
+
+// Whether `finished` (as encoded) says the request at `pos` is finished:
+// compared modulo 2^31, as the count has lost its top bit.
+bool FinishedBefore(uint32_t finished, uint32_t pos) {
+  return (finished & 1) != 0 &&
+         static_cast<int32_t>((pos << 1) - (finished & ~1u)) < 0;
+}
+
 // Pool sizes are whole cache lines.
 uint64_t PoolBytes(const QueueConfig& config) {
   return config.memory & ~uint64_t{kCacheLine - 1};
@@ -347,8 +360,10 @@ int AmNetwork::PollRequests() {
         }
       } else if (--k.running == 0) {
         // Every request taken so far is finished (a handler that polled
-        // took later ones inside this one). After the reply's own store.
-        k.finished->store(k.head, std::memory_order_release);
+        // took later ones inside this one). After the reply's own store,
+        // and per request, so that a sender waiting for slots gets each
+        // one back as soon as it is free.
+        k.finished->store(EncodeFinished(k.head), std::memory_order_release);
       }
     }
   }
@@ -356,9 +371,21 @@ int AmNetwork::PollRequests() {
 }
 
 bool AmNetwork::FinishedThere(Producer& p, uint32_t pos) {
-  if (static_cast<int32_t>(pos - p.known_finished) < 0) return true;
+  if (FinishedBefore(p.known_finished, pos)) return true;
   p.known_finished = p.finished->load(std::memory_order_acquire);
-  return static_cast<int32_t>(pos - p.known_finished) < 0;
+  return FinishedBefore(p.known_finished, pos);
+}
+
+bool AmNetwork::ReplyAfter(const Producer& p, uint32_t from, uint32_t tail) {
+  for (uint32_t pos = from; pos != tail; ++pos) {
+    const uint32_t state =
+        p.slots[pos & p.mask].state.load(std::memory_order_relaxed);
+    if (state == SlotState(SlotKind::kReply, pos) ||
+        state == SlotState(SlotKind::kDone, pos)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool AmNetwork::RetireFinished(Producer& p) {
@@ -402,11 +429,13 @@ int AmNetwork::TakeReplies(Producer& p, uint32_t dest) {
     uint32_t state = slot->state.load(std::memory_order_acquire);
     if (state != SlotState(SlotKind::kReply, pos) &&
         state != SlotState(SlotKind::kDone, pos)) {
-      // Finished without a reply? Asked only when later requests wait
-      // behind this one: a lone request is waited for in its own slot
-      // (where its reply would appear), and a sender that needs the slot
-      // asks through RetireFinished.
-      if (pos + 1 == tail || !FinishedThere(p, pos)) {
+      // Finished without a reply? Asked only when a reply to a later
+      // request waits behind this one; otherwise this request is waited
+      // for in its own slot (where its reply would appear), and a sender
+      // that needs the slot asks through RetireFinished. (Reading the
+      // receiver's count on every poll would move its line on every one
+      // of the receiver's stores.)
+      if (!ReplyAfter(p, pos + 1, tail) || !FinishedThere(p, pos)) {
         UnlockPoll(Channel::kReply);
         break;
       }
@@ -437,8 +466,13 @@ int AmNetwork::TakeLaterReplies(Producer& p, uint32_t dest) {
   int delivered = 0;
   if (!LockPoll(Channel::kReply)) return 0;
   const uint32_t tail = p.tail.load(std::memory_order_acquire);
-  for (uint32_t pos = p.retired.load(std::memory_order_relaxed) + 1;
-       static_cast<int32_t>(tail - pos) > 0; ++pos) {
+  for (uint32_t pos = p.retired.load(std::memory_order_relaxed) + 1;; ++pos) {
+    // While the lock was let go for a handler, another thread's in-order
+    // pass may have run replies from here on (leaving their slots saying
+    // kReply): never look before `retired` again.
+    const uint32_t retired = p.retired.load(std::memory_order_relaxed);
+    if (static_cast<int32_t>(pos - retired) <= 0) pos = retired + 1;
+    if (static_cast<int32_t>(tail - pos) <= 0) break;
     Slot* slot = &p.slots[pos & p.mask];
     if (slot->state.load(std::memory_order_acquire) !=
         SlotState(SlotKind::kReply, pos)) {

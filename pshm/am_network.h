@@ -248,6 +248,9 @@ class AmNetwork {
   // Retires the finished requests to one peer that have no reply to run;
   // returns whether it retired any.
   bool RetireFinished(Producer& p);
+  // Whether a request in [from, tail) has its reply, or is marked
+  // finished, in its slot.
+  static bool ReplyAfter(const Producer& p, uint32_t from, uint32_t tail);
   // Whether the peer has finished the request at `pos` (reading its
   // QueueControl only when this rank's last reading does not say so).
   bool FinishedThere(Producer& p, uint32_t pos);

@@ -66,6 +66,7 @@ static_assert(sizeof(RegionHeader) == kCacheLine);
 // handler instead of touching the slot; a thread-safe one, whose handlers
 // end out of order, marks each such slot kDone instead).
 struct alignas(kCacheLine) QueueControl {
+  // count << 1 | 1 (the low bit: "counted"; 0 from a thread-safe owner).
   std::atomic<uint32_t> finished;
 };
 static_assert(sizeof(QueueControl) == kCacheLine);
