@@ -288,15 +288,14 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
         call, request ? "Request" : "Reply");
   }
   const size_t size = most < max ? most : max;
-  const uint32_t index =
-      request ? static_cast<uint32_t>(rt.supernode->LocalIndex(rank))
-              : token->source_index;
   (void)dest;  // A Long's destination counts at Commit.
   const uint8_t net_nargs = static_cast<uint8_t>(nargs);
   const size_t net_payload = category == am::Category::kMedium ? size : 0;
   const bool immediate = (flags & GEX_FLAG_IMMEDIATE) != 0;
-  if ((request ? rt.net->ReserveRequest(index, ToNet(category), net_nargs,
-                                        net_payload, immediate, &sd.reservation)
+  if ((request ? rt.net->ReserveRequest(
+                     static_cast<uint32_t>(rt.supernode->LocalIndex(rank)),
+                     ToNet(category), net_nargs, net_payload, immediate,
+                     &sd.reservation)
                : rt.net->ReserveReply(
                      ReplyTo(*token), ToNet(category), net_nargs, net_payload,
                      immediate, &sd.reservation)) != pshm::SendStatus::kOk) {

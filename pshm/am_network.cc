@@ -43,6 +43,25 @@ bool FinishedBefore(uint32_t finished, uint32_t pos) {
          static_cast<int32_t>((pos << 1) - (finished & ~1u)) < 0;
 }
 
+// One request queue in a region: its control line, then its slots.
+struct QueueAt {
+  QueueAt(void* region, uint32_t depth, uint32_t sender)
+      : control(reinterpret_cast<QueueControl*>(
+            Bytes(region) + layout::QueueOffset(depth, sender))),
+        slots(reinterpret_cast<Slot*>(control + 1)) {}
+  QueueControl* control;
+  Slot* slots;
+};
+
+// Copies what Deliver reads of a slot (everything after its state word)
+// into `copy`, a Slot-sized buffer.
+void CopyFields(const Slot& slot, unsigned char* copy) {
+  constexpr size_t kState = sizeof(std::atomic<uint32_t>);
+  std::memcpy(copy + kState,
+              reinterpret_cast<const unsigned char*>(&slot) + kState,
+              sizeof(Slot) - kState);
+}
+
 // Pool sizes are whole cache lines.
 uint64_t PoolBytes(const QueueConfig& config) {
   return config.memory & ~uint64_t{kCacheLine - 1};
@@ -58,11 +77,10 @@ void AmNetwork::FormatRegion(void* region, const QueueConfig& config,
                              uint32_t peers, uint32_t owner_rank) {
   const uint64_t pool_bytes = PoolBytes(config);
   for (uint32_t s = 0; s < peers; ++s) {
-    unsigned char* q = Bytes(region) + layout::QueueOffset(config.depth, s);
-    new (q) QueueControl{};
-    reinterpret_cast<QueueControl*>(q)->finished.store(
-        0, std::memory_order_relaxed);
-    Slot* slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
+    const QueueAt queue(region, config.depth, s);
+    new (queue.control) QueueControl{};
+    queue.control->finished.store(0, std::memory_order_relaxed);
+    Slot* slots = queue.slots;
     // State 0 is no kind of message: nothing published yet.
     for (uint32_t i = 0; i < layout::RingSlots(config.depth); ++i) {
       new (&slots[i]) Slot{};
@@ -112,10 +130,9 @@ AmNetwork::AmNetwork(Options options)
     // its reply pool.
     const RegionHeader& theirs = HeaderOf(options.regions[peer]);
     Producer& p = producers_[peer];
-    unsigned char* q = Bytes(options.regions[peer]) +
-                       layout::QueueOffset(theirs.depth, my_index_);
-    p.finished = &reinterpret_cast<QueueControl*>(q)->finished;
-    p.slots = reinterpret_cast<Slot*>(q + sizeof(QueueControl));
+    const QueueAt out(options.regions[peer], theirs.depth, my_index_);
+    p.finished = &out.control->finished;
+    p.slots = out.slots;
     p.reply_pool = Bytes(options.regions[peer]) +
                    layout::PoolOffset(peers_, theirs.depth, theirs.pool_bytes,
                                       Channel::kReply);
@@ -128,10 +145,9 @@ AmNetwork::AmNetwork(Options options)
     k.source_rank = options.ranks[peer];
     k.depth = mine.depth;
     k.mask = MaskFor(mine.depth);
-    unsigned char* mq = Bytes(options.regions[my_index_]) +
-                        layout::QueueOffset(mine.depth, peer);
-    k.finished = &reinterpret_cast<QueueControl*>(mq)->finished;
-    k.slots = reinterpret_cast<Slot*>(mq + sizeof(QueueControl));
+    const QueueAt in(options.regions[my_index_], mine.depth, peer);
+    k.finished = &in.control->finished;
+    k.slots = in.slots;
     k.source_pool = Bytes(options.regions[peer]) +
                     layout::PoolOffset(peers_, theirs.depth, theirs.pool_bytes,
                                        Channel::kRequest);
@@ -270,14 +286,14 @@ struct SlotFields {
   uint32_t payload_len, chunk_offset;
 };
 
-void AmNetwork::Deliver(unsigned char* copy, Channel channel, uint32_t source,
+bool AmNetwork::Deliver(unsigned char* copy, Channel channel, uint32_t source,
                         uint32_t source_rank, unsigned char* source_pool,
                         ReplyTo* reply) {
   SlotFields f;
   std::memcpy(&f, copy + offsetof(Slot, handler), sizeof(f));
   static_assert(offsetof(Slot, handler) + sizeof(SlotFields) ==
                 layout::kSlotHeaderBytes);
-  if ((f.flags & layout::kCancelled) != 0) return;
+  if ((f.flags & layout::kCancelled) != 0) return false;
   ChunkHeader* chunk =
       (f.flags & layout::kInChunk) != 0
           ? reinterpret_cast<ChunkHeader*>(source_pool + (f.chunk_offset - 1))
@@ -310,6 +326,7 @@ void AmNetwork::Deliver(unsigned char* copy, Channel channel, uint32_t source,
   }
   dispatcher_(context_, m);
   if (chunk != nullptr) chunk->done.store(1, std::memory_order_release);
+  return true;
 }
 
 int AmNetwork::PollRequests() {
@@ -331,20 +348,16 @@ int AmNetwork::PollRequests() {
         break;
       }
       alignas(kCacheLine) unsigned char copy[sizeof(Slot)];
-      std::memcpy(copy + sizeof(std::atomic<uint32_t>),
-                  reinterpret_cast<unsigned char*>(slot) +
-                      sizeof(std::atomic<uint32_t>),
-                  sizeof(Slot) - sizeof(std::atomic<uint32_t>));
+      CopyFields(*slot, copy);
       k.head = head + 1;
       ++k.running;
       UnlockPoll(Channel::kRequest);
 
       ReplyTo reply{slot, head, source, ReplyTo::State::kNone};
-      const bool cancelled =
-          (copy[offsetof(Slot, flags)] & layout::kCancelled) != 0;
-      Deliver(copy, Channel::kRequest, source, k.source_rank, k.source_pool,
-              &reply);
-      if (!cancelled) ++delivered;
+      if (Deliver(copy, Channel::kRequest, source, k.source_rank, k.source_pool,
+                  &reply)) {
+        ++delivered;
+      }
       if (ABSL_PREDICT_FALSE(reply.state == ReplyTo::State::kReserved)) {
         FatalError(absl::StrFormat(
             "PSHM network: a request handler from supernode peer %u "
@@ -447,7 +460,7 @@ int AmNetwork::TakeReplies(Producer& p, uint32_t dest) {
       continue;
     }
     alignas(kCacheLine) unsigned char copy[sizeof(Slot)];
-    std::memcpy(copy, slot, sizeof(Slot));
+    CopyFields(*slot, copy);
     p.retired.store(pos + 1, std::memory_order_release);
     UnlockPoll(Channel::kReply);
     Deliver(copy, Channel::kReply, dest, p.source_rank, p.reply_pool, nullptr);
@@ -479,7 +492,7 @@ int AmNetwork::TakeLaterReplies(Producer& p, uint32_t dest) {
       continue;
     }
     alignas(kCacheLine) unsigned char copy[sizeof(Slot)];
-    std::memcpy(copy, slot, sizeof(Slot));
+    CopyFields(*slot, copy);
     slot->state.store(SlotState(SlotKind::kDone, pos),
                       std::memory_order_release);
     UnlockPoll(Channel::kReply);

@@ -21,8 +21,8 @@
 // (a request waits polling requests and replies; a reply, which never
 // waits for a slot, waits for pool space polling replies only, whose
 // handlers never send), so ranks flooding each other cannot deadlock.
-// With `immediate` the sender gets kWouldBlock instead (after running the
-// replies already there).
+// With `immediate` the sender gets kWouldBlock instead (after taking back
+// the slots of finished requests without replies, running no handler).
 //
 // Ordering: requests from one sender to one receiver are delivered in the
 // order they were sent (the order their slots were reserved) when one
@@ -227,11 +227,17 @@ class AmNetwork {
   void FillReservation(Category category, uint8_t nargs, uint32_t dest,
                        uint32_t position, layout::Slot* slot, ReplyTo* reply_to,
                        Channel channel, uint32_t chunk, Reservation* r);
-  // The copy of a Send: the payload into the message (Medium) or to
-  // `long_local` (Long), then Commit.
-  void CopyAndCommit(Reservation& r, uint8_t handler, const uint32_t* args,
-                     const void* payload, size_t payload_len, void* long_local,
-                     uint64_t long_dest);
+  // The rest of a Send once `r` is `reserved` (else returns that): the
+  // payload into the message (Medium) or to `long_local` (Long), then
+  // Commit.
+  SendStatus CopyAndCommit(SendStatus reserved, Reservation& r, uint8_t handler,
+                           const uint32_t* args, const void* payload,
+                           size_t payload_len, void* long_local,
+                           uint64_t long_dest);
+  // The payload bytes a Send reserves: a Medium's; a Long's go elsewhere.
+  static size_t MediumBytes(Category category, size_t payload_len) {
+    return category == Category::kMedium ? payload_len : 0;
+  }
   // A body no pool could hold (a caller skipped the AM layer's size
   // checks): a fatal error naming the size.
   [[noreturn]] void TooLarge(size_t body_bytes) const;
@@ -257,8 +263,9 @@ class AmNetwork {
   // Thread-safe mode: runs replies to later requests while an earlier
   // request's handler still runs.
   int TakeLaterReplies(Producer& p, uint32_t dest);
-  // Runs one message copied out of its slot (`copy`, a whole Slot).
-  void Deliver(unsigned char* copy, Channel channel, uint32_t source,
+  // Runs one message copied out of its slot (`copy`, a whole Slot);
+  // false, running nothing, for a cancelled one.
+  bool Deliver(unsigned char* copy, Channel channel, uint32_t source,
                uint32_t source_rank, unsigned char* source_pool,
                ReplyTo* reply);
   bool LockPoll(Channel channel);
@@ -421,13 +428,10 @@ inline SendStatus AmNetwork::SendRequest(uint32_t dest, Category category,
                                          size_t payload_len, void* long_local,
                                          uint64_t long_dest, bool immediate) {
   Reservation r;
-  const size_t medium_len = category == Category::kMedium ? payload_len : 0;
-  if (ReserveRequest(dest, category, nargs, medium_len, immediate, &r) !=
-      SendStatus::kOk) {
-    return SendStatus::kWouldBlock;
-  }
-  CopyAndCommit(r, handler, args, payload, payload_len, long_local, long_dest);
-  return SendStatus::kOk;
+  return CopyAndCommit(
+      ReserveRequest(dest, category, nargs, MediumBytes(category, payload_len),
+                     immediate, &r),
+      r, handler, args, payload, payload_len, long_local, long_dest);
 }
 
 inline SendStatus AmNetwork::SendReply(ReplyTo& to, Category category,
@@ -436,19 +440,19 @@ inline SendStatus AmNetwork::SendReply(ReplyTo& to, Category category,
                                        size_t payload_len, void* long_local,
                                        uint64_t long_dest, bool immediate) {
   Reservation r;
-  const size_t medium_len = category == Category::kMedium ? payload_len : 0;
-  if (ReserveReply(to, category, nargs, medium_len, immediate, &r) !=
-      SendStatus::kOk) {
-    return SendStatus::kWouldBlock;
-  }
-  CopyAndCommit(r, handler, args, payload, payload_len, long_local, long_dest);
-  return SendStatus::kOk;
+  return CopyAndCommit(
+      ReserveReply(to, category, nargs, MediumBytes(category, payload_len),
+                   immediate, &r),
+      r, handler, args, payload, payload_len, long_local, long_dest);
 }
 
-inline void AmNetwork::CopyAndCommit(Reservation& r, uint8_t handler,
-                                     const uint32_t* args, const void* payload,
-                                     size_t payload_len, void* long_local,
-                                     uint64_t long_dest) {
+inline SendStatus AmNetwork::CopyAndCommit(SendStatus reserved, Reservation& r,
+                                           uint8_t handler,
+                                           const uint32_t* args,
+                                           const void* payload,
+                                           size_t payload_len, void* long_local,
+                                           uint64_t long_dest) {
+  if (reserved != SendStatus::kOk) return reserved;
   if (payload_len != 0) {
     if (r.category == Category::kMedium) {
       std::memcpy(r.payload, payload, payload_len);
@@ -457,6 +461,7 @@ inline void AmNetwork::CopyAndCommit(Reservation& r, uint8_t handler,
     }
   }
   Commit(r, handler, args, payload_len, long_dest);
+  return SendStatus::kOk;
 }
 
 }  // namespace gex::pshm

@@ -653,6 +653,19 @@ void BM_CacheLinePingPong(benchmark::State& state) {
 }
 BENCHMARK(BM_CacheLinePingPong)->Arg(1)->Arg(2)->Arg(16)->UseRealTime();
 
+// Stops an echo helper; false, with the run marked as skipped, when the
+// helper or the replies it sent were wrong.
+bool StopEcho(QueuePair& q, benchmark::State& state) {
+  const uint64_t bad = q.ctx().bad;
+  if (const int rc = q.Stop(); rc != 0 || bad != 0) {
+    state.SkipWithError(
+        absl::StrFormat("echo wrong: helper exit %d, %u bad replies", rc, bad)
+            .c_str());
+    return false;
+  }
+  return true;
+}
+
 void BM_QueueRoundTrip(benchmark::State& state) {
   const size_t len = static_cast<size_t>(state.range(0));
   QueuePair q;
@@ -676,13 +689,7 @@ void BM_QueueRoundTrip(benchmark::State& state) {
   for (auto _ : state) q.RoundTrip(buf.data(), len);
   const Clock::time_point t1 = Clock::now();
 
-  const uint64_t bad = q.ctx().bad;
-  if (const int rc = q.Stop(); rc != 0 || bad != 0) {
-    state.SkipWithError(
-        absl::StrFormat("echo wrong: helper exit %d, %u bad replies", rc, bad)
-            .c_str());
-    return;
-  }
+  if (!StopEcho(q, state)) return;
   state.SetLabel(len == 0
                      ? "Short, inline"
                      : absl::StrFormat("Medium %u B, %s", len,
@@ -733,13 +740,7 @@ void BM_QueueVsCacheLine(benchmark::State& state) {
     queue_ns.push_back(queue);
     ratios.push_back(queue / raw);
   }
-  const uint64_t bad = q.ctx().bad;
-  if (const int rc = q.Stop(); rc != 0 || bad != 0) {
-    state.SkipWithError(
-        absl::StrFormat("echo wrong: helper exit %d, %u bad replies", rc, bad)
-            .c_str());
-    return;
-  }
+  if (!StopEcho(q, state)) return;
   auto median = [](std::vector<double> v) {
     if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
