@@ -79,7 +79,7 @@ void MaybeStartPshmNodes(const Driver& driver, int* argc, char*** argv) {
   cargs.push_back(nullptr);
   spawn::ConduitLauncher launcher;
   launcher.conduit = driver.name;
-  launcher.cleanup = &pshm::RemoveJobObjectsHook;
+  launcher.cleanup = &pshm::RemoveJobObjects;
   std::fflush(nullptr);
   std::exit(spawn::GasnetrunMain(static_cast<int>(cargs.size() - 1),
                                  cargs.data(), launcher));

@@ -83,11 +83,6 @@ absl::Status SharedObject::RemoveName() {
   return mechanism::RemoveName(path_);
 }
 
-void RemoveJobObjectsHook(std::string_view job_prefix,
-                          absl::Span<const pid_t> rank_pids) {
-  RemoveJobObjects(job_prefix, rank_pids);
-}
-
 int RemoveJobObjects(std::string_view job_prefix,
                      absl::Span<const pid_t> rank_pids) {
   if (job_prefix.empty()) return 0;

@@ -100,13 +100,10 @@ class SharedObject {
 // objects by prefix (POSIX, file) and SysV segments created by one of
 // `rank_pids` that no process has attached. Called by the launcher after
 // its ranks are gone; returns how many objects it removed. Errors are
-// ignored (another launcher may remove the same object).
+// ignored (another launcher may remove the same object). Its signature is
+// a launcher's JobCleanup hook (bootstrap/spawn/job_cleanup.h).
 int RemoveJobObjects(std::string_view job_prefix,
                      absl::Span<const pid_t> rank_pids);
-// The same, with the signature of a launcher's JobCleanup hook
-// (bootstrap/spawn/job_cleanup.h).
-void RemoveJobObjectsHook(std::string_view job_prefix,
-                          absl::Span<const pid_t> rank_pids);
 
 // Names of this job's objects that exist now on this host (POSIX and file:
 // by prefix; SysV: segments created by one of `rank_pids`). For leak

@@ -15,5 +15,5 @@ int main(int argc, char** argv) {
       argc, argv,
       {.conduit = "smp",
        .default_spawner = gex::spawn::SpawnerKind::kFork,
-       .cleanup = gex::pshm::RemoveJobObjectsHook});
+       .cleanup = gex::pshm::RemoveJobObjects});
 }

@@ -113,6 +113,12 @@ void ControlNode::Verbose(const std::string& message) const {
 }
 
 absl::Status ControlNode::Init() {
+  if (options_.cleanup != nullptr && !options_.job_id.empty()) {
+    absl::StatusOr<CleanupGuard> guard =
+        CleanupGuard::Start(options_.cleanup, options_.job_id, options_.name);
+    if (!guard.ok()) return guard.status();
+    guard_ = std::move(*guard);
+  }
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
@@ -164,6 +170,7 @@ absl::Status ControlNode::StartLocalRanks(
     local->rank = r;
     local->pid = child->pid;
     local->control_fd = sv[0];
+    guard_.Watch(child->pid);
     local_by_pid_[child->pid] = locals_.size();
     locals_.push_back(std::move(local));
     sources_.push_back(
@@ -1011,6 +1018,7 @@ int ControlNode::Run() {
     for (const auto& [pid, index] : local_by_pid_) pids.push_back(pid);
     options_.cleanup(options_.job_id, pids);
   }
+  guard_.Dismiss();
   return options_.is_root ? job_code_ : 0;
 }
 

@@ -32,6 +32,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/messages.h"
 #include "bootstrap/spawn/child_process.h"
+#include "bootstrap/spawn/cleanup_guard.h"
 #include "bootstrap/spawn/collective_relay.h"
 #include "bootstrap/spawn/job_cleanup.h"
 #include "bootstrap/spawn/line_forwarder.h"
@@ -55,7 +56,8 @@ struct ControlNodeOptions {
   std::vector<std::string> rank_env;
   // Job identity shared by all ranks (GEX_JOB_ID).
   std::string job_id;
-  // Run at the end of Run(), after every local rank is reaped.
+  // Run at the end of Run(), after every local rank is reaped; should this
+  // process die first, by its clean-up guard (cleanup_guard.h).
   JobCleanup cleanup = nullptr;
 };
 
@@ -78,9 +80,10 @@ class ControlNode {
   ControlNode(const ControlNode&) = delete;
   ControlNode& operator=(const ControlNode&) = delete;
 
-  // Blocks the signals the event loop reads (SIGCHLD, SIGINT, SIGTERM,
-  // SIGHUP, SIGQUIT) and opens the signalfd. Call before starting any
-  // child, so that no child's exit can go unnoticed.
+  // Starts the clean-up guard (when there is a clean-up to guard), blocks
+  // the signals the event loop reads (SIGCHLD, SIGINT, SIGTERM, SIGHUP,
+  // SIGQUIT) and opens the signalfd. Call before starting any child, so
+  // that no child's exit can go unnoticed.
   absl::Status Init();
 
   // Starts ranks first..first+count-1 of `argv` on this host. Rank 0, if
@@ -148,6 +151,7 @@ class ControlNode {
   void SetJobCode(int code);
 
   ControlNodeOptions options_;
+  CleanupGuard guard_;
   int signal_fd_ = -1;
   int listen_fd_ = -1;
   uint64_t token_ = 0;

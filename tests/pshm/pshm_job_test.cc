@@ -227,18 +227,14 @@ Job RunClient(int n, const std::vector<std::string>& args,
 }
 
 // Every process of the job is gone and none of its objects exists. A job
-// that wrote no pid files could not be checked: that fails too.
-//
-// `launcher_killed`: the launcher was SIGKILLed, so the test's pipes closed
-// with it while its ranks were still dying of their parent-death signal;
-// job_runner counts those as survivors (and kills them). Only their being
-// gone is checked then (launcher_test covers the parent-death signal).
-void ExpectNothingLeft(const Job& job, int n, bool launcher_killed = false) {
+// that wrote no pid files could not be checked: that fails too. (Also
+// after a launcher was SIGKILLed: its clean-up guard keeps the launcher's
+// output open until the ranks have exited and it has cleaned up, so the
+// test sees the job's end only after that.)
+void ExpectNothingLeft(const Job& job, int n) {
   ASSERT_THAT(job.pids, SizeIs(n)) << Describe(job);
   ASSERT_FALSE(job.job_id.empty()) << Describe(job);
-  if (!launcher_killed) {
-    EXPECT_THAT(job.r.survivors, IsEmpty()) << Describe(job);
-  }
+  EXPECT_THAT(job.r.survivors, IsEmpty()) << Describe(job);
   EXPECT_THAT(WaitForPidsGone(job.pids, absl::Seconds(30)), IsEmpty())
       << Describe(job);
   EXPECT_THAT(JobObjects(job.job_id, job.tmpdir, job.pids), IsEmpty())
@@ -539,8 +535,28 @@ TEST(LeakTest, SigkilledLauncherLeavesNothing) {
   ExpectEveryRank(job, n, "spinning");
   EXPECT_THAT(while_running, SizeIs(ObjectsWhileRunning(n)))
       << absl::StrJoin(while_running, "\n") << Describe(job);
-  // Nothing ran the launcher's clean-up: what is gone went by itself.
-  ExpectNothingLeft(job, n, /*launcher_killed=*/true);
+  // After start-up no object has a name: what is gone went by itself (the
+  // guard had nothing to remove, so it says nothing).
+  EXPECT_THAT(job.r.err, Not(HasSubstr("ended without cleaning up")))
+      << Describe(job);
+  ExpectNothingLeft(job, n);
+}
+
+// Rank 1's object, named by the job, existed while it ran (`objects`: what
+// the job had while rank 1 was waiting).
+void ExpectRank1Object(const Job& job,
+                       const std::vector<std::string>& objects) {
+  if (Mechanism() == "sysv") {
+    const pid_t rank1 = RankPid(job.pid_dir, 1);
+    EXPECT_THAT(objects,
+                Contains(HasSubstr(absl::StrFormat("creator %d,", rank1))))
+        << absl::StrJoin(objects, "\n") << Describe(job);
+  } else {
+    const std::string dir = Mechanism() == "posix" ? "/dev/shm" : job.tmpdir;
+    EXPECT_THAT(objects,
+                Contains(absl::StrFormat("%s/GASNT%s.1.0", dir, job.job_id)))
+        << absl::StrJoin(objects, "\n") << Describe(job);
+  }
 }
 
 // Rank 1 creates its network object and is killed before removing its name
@@ -561,18 +577,7 @@ void DieAtStartup(const std::vector<std::string>& env) {
   EXPECT_THAT(job.r.err, HasSubstr("rank 1 was killed by signal 9"))
       << Describe(job);
   ASSERT_THAT(job.pids, SizeIs(n)) << Describe(job);
-  // The object existed while rank 1 was alive.
-  if (Mechanism() == "sysv") {
-    const pid_t rank1 = RankPid(job.pid_dir, 1);
-    EXPECT_THAT(while_running,
-                Contains(HasSubstr(absl::StrFormat("creator %d,", rank1))))
-        << absl::StrJoin(while_running, "\n") << Describe(job);
-  } else {
-    const std::string dir = Mechanism() == "posix" ? "/dev/shm" : job.tmpdir;
-    EXPECT_THAT(while_running,
-                Contains(absl::StrFormat("%s/GASNT%s.1.0", dir, job.job_id)))
-        << absl::StrJoin(while_running, "\n") << Describe(job);
-  }
+  ExpectRank1Object(job, while_running);
   ExpectNothingLeft(job, n);
 }
 
@@ -582,6 +587,38 @@ TEST(LeakTest, RankDyingDuringStartUpLeavesNothing) { DieAtStartup({}); }
 // for the launcher's clean-up alike.
 TEST(LeakTest, RankDyingDuringStartUpWithTmpdirOnly) {
   DieAtStartup({"GASNET_TMPDIR"});
+}
+
+// The launcher itself is SIGKILLed while rank 1 holds a named object and
+// the other ranks wait for it in the bootstrap. The ranks die with the
+// launcher (their parent-death signal) and nothing of the launcher runs:
+// its clean-up guard, left waiting for exactly this, removes the object.
+TEST(LeakTest, SigkilledLauncherDuringStartUpLeavesNothing) {
+  const int n = 3;
+  std::vector<std::string> while_running;
+  JobOptions options;
+  options.watch = "created";
+  options.on_watch = [&](Job& j) {
+    while_running = JobObjects(j.job_id, j.tmpdir, j.pids);
+    TouchFile(j.pid_dir + "/kill");
+  };
+  options.signal = SIGKILL;
+  options.signal_when = "kill";
+  Job job = RunClient(n, {"die-at-startup"}, options);
+  EXPECT_EQ(job.r.exit_code, 128 + SIGKILL) << Describe(job);
+  ASSERT_THAT(job.pids, SizeIs(n)) << Describe(job);
+  ExpectRank1Object(job, while_running);
+  // A SysV segment loses its name as soon as its creator attaches it:
+  // only the named mechanisms leave the guard something to remove.
+  if (Mechanism() != "sysv") {
+    EXPECT_THAT(job.r.err,
+                HasSubstr(absl::StrFormat(
+                    "gasnetrun_smp: the launcher of job %s ended without "
+                    "cleaning up; removed 1 shared memory object",
+                    job.job_id)))
+        << Describe(job);
+  }
+  ExpectNothingLeft(job, n);
 }
 
 // --- bad settings ----------------------------------------------------------

@@ -24,7 +24,14 @@ extern char** environ;
 namespace gex::testing {
 namespace {
 
-// State letter of /proc/<pid>/stat, or 0 when the process is gone.
+// The kernel's PF_EXITING task flag: set when a process starts to exit,
+// before it closes its descriptors and long before it is a zombie.
+constexpr unsigned long kPfExiting = 0x4;
+
+// State letter of /proc/<pid>/stat, or 0 when the process is gone; 'X'
+// (dead) for a process already on its way out (PF_EXITING). A process that
+// closed the job's output pipes by exiting is not a survivor, even if the
+// test looks before its exit has finished.
 char ProcState(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -33,7 +40,15 @@ char ProcState(pid_t pid) {
   if (close_paren == std::string::npos || close_paren + 2 >= line.size()) {
     return 0;
   }
-  return line[close_paren + 2];
+  // After the name: state ppid pgrp session tty_nr tpgid flags ...
+  std::istringstream rest(line.substr(close_paren + 2));
+  char state = 0;
+  long skip = 0;
+  unsigned long flags = 0;
+  rest >> state;
+  for (int i = 0; i < 5; ++i) rest >> skip;
+  if (rest >> flags && (flags & kPfExiting) != 0) return 'X';
+  return state;
 }
 
 pid_t ParentOf(pid_t pid) {
