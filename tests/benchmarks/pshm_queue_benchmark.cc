@@ -756,6 +756,87 @@ void BM_QueueVsCacheLine(benchmark::State& state) {
 }
 BENCHMARK(BM_QueueVsCacheLine)->Arg(0)->Arg(8)->UseManualTime();
 
+// The software path alone: one process, one rank, requests to itself (the
+// loopback queue), so no line ever leaves the CPU. A round trip is the
+// send, one Poll that runs the request handler (which replies into the
+// slot) and one that runs the reply: what the queue adds to the transfers
+// a cross-process round trip pays for. Also the cost of a Poll that finds
+// nothing (two peers, neither sending), which sets how soon a spinning
+// rank notices a message.
+class Loopback {
+ public:
+  explicit Loopback(uint32_t peers)
+      : bytes_(RoundUp(AmNetwork::RegionBytes(g_config, peers), kPage)),
+        mapping_(peers * bytes_) {}
+  bool Start(uint32_t peers) {
+    if (mapping_.base() == nullptr) return false;
+    AmNetwork::Options o;
+    for (uint32_t i = 0; i < peers; ++i) {
+      void* region = mapping_.base() + i * bytes_;
+      AmNetwork::FormatRegion(region, g_config, peers, i);
+      o.regions.push_back(region);
+      o.ranks.push_back(i);
+    }
+    o.my_index = 0;
+    o.dispatcher = &Dispatch;
+    o.context = &ctx_;
+    net_ = std::make_unique<AmNetwork>(o);
+    ctx_.net = net_.get();
+    return true;
+  }
+  AmNetwork& net() { return *net_; }
+  Context& ctx() { return ctx_; }
+
+ private:
+  size_t bytes_;
+  SharedMapping mapping_;
+  Context ctx_;
+  std::unique_ptr<AmNetwork> net_;
+};
+
+void BM_LoopbackRoundTrip(benchmark::State& state) {
+  const size_t len = static_cast<size_t>(state.range(0));
+  Loopback l(1);
+  if (!l.Start(1)) {
+    state.SkipWithError("could not map shared memory");
+    return;
+  }
+  l.ctx().expect_len = len;
+  unsigned char buf[8] = {};
+  AmNetwork& net = l.net();
+  Context& ctx = l.ctx();
+  for (auto _ : state) {
+    const uint64_t want = ctx.replies + 1;
+    if (len != 0) {
+      std::memcpy(buf, &want, sizeof(want));
+      net.SendRequest(0, Category::kMedium, kPing, kNoArgs, 0, buf, len,
+                      nullptr, 0, /*immediate=*/false);
+    } else {
+      net.SendRequest(0, Category::kShort, kPing, kNoArgs, 0, nullptr, 0,
+                      nullptr, 0, /*immediate=*/false);
+    }
+    while (ctx.replies != want) net.Poll();
+  }
+  if (ctx.bad != 0) state.SkipWithError("a reply was not what was sent");
+  state.SetLabel(len == 0 ? "Short, one process"
+                          : absl::StrFormat("Medium %u B, one process", len));
+}
+BENCHMARK(BM_LoopbackRoundTrip)->Arg(0)->Arg(8);
+
+void BM_EmptyPoll(benchmark::State& state) {
+  Loopback l(2);
+  if (!l.Start(2)) {
+    state.SkipWithError("could not map shared memory");
+    return;
+  }
+  AmNetwork& net = l.net();
+  int delivered = 0;
+  for (auto _ : state) delivered += net.Poll();
+  if (delivered != 0) state.SkipWithError("an empty network delivered");
+  state.SetLabel("2 peers, nothing to deliver");
+}
+BENCHMARK(BM_EmptyPoll);
+
 void BM_QueueOneWayRate(benchmark::State& state) {
   constexpr size_t kLen = 8;
   QueuePair q;
