@@ -291,7 +291,8 @@ class AmNetwork {
 // ---------------------------------------------------------------------------
 // The hot paths, inline.
 
-inline bool AmNetwork::TryClaimSlot(Producer& p, uint32_t* position) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::TryClaimSlot(
+    Producer& p, uint32_t* position) {
   uint32_t tail = p.tail.load(std::memory_order_relaxed);
   const auto depth = static_cast<int32_t>(p.depth);
   for (;;) {
@@ -320,8 +321,8 @@ inline bool AmNetwork::TryClaimSlot(Producer& p, uint32_t* position) {
   }
 }
 
-inline uint32_t AmNetwork::ChunkFor(Channel channel, size_t body,
-                                    bool immediate, bool* refused) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t AmNetwork::ChunkFor(
+    Channel channel, size_t body, bool immediate, bool* refused) {
   *refused = false;
   if (ABSL_PREDICT_TRUE(body <= layout::kInlineBytes)) return 0;
   Pool& own = pool(channel);
@@ -338,11 +339,10 @@ inline uint32_t AmNetwork::ChunkFor(Channel channel, size_t body,
   return chunk;
 }
 
-inline void AmNetwork::FillReservation(Category category, uint8_t nargs,
-                                       uint32_t dest, uint32_t position,
-                                       layout::Slot* slot, ReplyTo* reply_to,
-                                       Channel channel, uint32_t chunk,
-                                       Reservation* r) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AmNetwork::FillReservation(
+    Category category, uint8_t nargs, uint32_t dest, uint32_t position,
+    layout::Slot* slot, ReplyTo* reply_to, Channel channel, uint32_t chunk,
+    Reservation* r) {
   r->category = category;
   r->nargs = nargs;
   r->dest = dest;
@@ -356,9 +356,9 @@ inline void AmNetwork::FillReservation(Category category, uint8_t nargs,
   r->payload = r->body + layout::PayloadOffset(category, nargs);
 }
 
-inline SendStatus AmNetwork::ReserveRequest(uint32_t dest, Category category,
-                                            uint8_t nargs, size_t max_payload,
-                                            bool immediate, Reservation* r) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::ReserveRequest(
+    uint32_t dest, Category category, uint8_t nargs, size_t max_payload,
+    bool immediate, Reservation* r) {
   bool refused;
   const uint32_t chunk = ChunkFor(
       Channel::kRequest, layout::BodyBytes(category, nargs, max_payload),
@@ -381,9 +381,9 @@ inline SendStatus AmNetwork::ReserveRequest(uint32_t dest, Category category,
   return SendStatus::kOk;
 }
 
-inline SendStatus AmNetwork::ReserveReply(ReplyTo& to, Category category,
-                                          uint8_t nargs, size_t max_payload,
-                                          bool immediate, Reservation* r) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::ReserveReply(
+    ReplyTo& to, Category category, uint8_t nargs, size_t max_payload,
+    bool immediate, Reservation* r) {
   if (ABSL_PREDICT_FALSE(to.state != ReplyTo::State::kNone)) SecondReply(to);
   bool refused;
   const uint32_t chunk =
@@ -396,9 +396,11 @@ inline SendStatus AmNetwork::ReserveReply(ReplyTo& to, Category category,
   return SendStatus::kOk;
 }
 
-inline void AmNetwork::Commit(Reservation& r, uint8_t handler,
-                              const uint32_t* args, size_t payload_len,
-                              uint64_t long_dest) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AmNetwork::Commit(Reservation& r,
+                                                           uint8_t handler,
+                                                           const uint32_t* args,
+                                                           size_t payload_len,
+                                                           uint64_t long_dest) {
   layout::Slot* slot = r.slot;
   if (r.category == Category::kLong) {
     std::memcpy(r.body, &long_dest, sizeof(long_dest));
@@ -422,11 +424,10 @@ inline void AmNetwork::Commit(Reservation& r, uint8_t handler,
                     std::memory_order_release);
 }
 
-inline SendStatus AmNetwork::SendRequest(uint32_t dest, Category category,
-                                         uint8_t handler, const uint32_t* args,
-                                         uint8_t nargs, const void* payload,
-                                         size_t payload_len, void* long_local,
-                                         uint64_t long_dest, bool immediate) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::SendRequest(
+    uint32_t dest, Category category, uint8_t handler, const uint32_t* args,
+    uint8_t nargs, const void* payload, size_t payload_len, void* long_local,
+    uint64_t long_dest, bool immediate) {
   Reservation r;
   return CopyAndCommit(
       ReserveRequest(dest, category, nargs, MediumBytes(category, payload_len),
@@ -434,11 +435,10 @@ inline SendStatus AmNetwork::SendRequest(uint32_t dest, Category category,
       r, handler, args, payload, payload_len, long_local, long_dest);
 }
 
-inline SendStatus AmNetwork::SendReply(ReplyTo& to, Category category,
-                                       uint8_t handler, const uint32_t* args,
-                                       uint8_t nargs, const void* payload,
-                                       size_t payload_len, void* long_local,
-                                       uint64_t long_dest, bool immediate) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::SendReply(
+    ReplyTo& to, Category category, uint8_t handler, const uint32_t* args,
+    uint8_t nargs, const void* payload, size_t payload_len, void* long_local,
+    uint64_t long_dest, bool immediate) {
   Reservation r;
   return CopyAndCommit(
       ReserveReply(to, category, nargs, MediumBytes(category, payload_len),
@@ -446,12 +446,10 @@ inline SendStatus AmNetwork::SendReply(ReplyTo& to, Category category,
       r, handler, args, payload, payload_len, long_local, long_dest);
 }
 
-inline SendStatus AmNetwork::CopyAndCommit(SendStatus reserved, Reservation& r,
-                                           uint8_t handler,
-                                           const uint32_t* args,
-                                           const void* payload,
-                                           size_t payload_len, void* long_local,
-                                           uint64_t long_dest) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::CopyAndCommit(
+    SendStatus reserved, Reservation& r, uint8_t handler, const uint32_t* args,
+    const void* payload, size_t payload_len, void* long_local,
+    uint64_t long_dest) {
   if (reserved != SendStatus::kOk) return reserved;
   if (payload_len != 0) {
     if (r.category == Category::kMedium) {
