@@ -24,8 +24,8 @@ extern "C" {
 namespace gex::spawn {
 namespace {
 
-// The command socket carries one int32 per record, one way: a rank's pid
-// to watch, or kDismiss.
+// The command socket carries, first, the guard's pid to the launcher, then
+// one int32 per record the other way: a rank's pid to watch, or kDismiss.
 constexpr int32_t kDismiss = 0;
 // Where the guard keeps its end of the command socket.
 constexpr int kGuardCommandFd = 3;
@@ -33,14 +33,12 @@ constexpr int kGuardCommandFd = 3;
 // How long Dismiss waits for the guard to exit.
 constexpr int kDismissWaitMs = 10'000;
 
-// Writes to the guard's socket never raise SIGPIPE (a guard that was
-// killed must not take its launcher with it); the pid pipe is written only
-// by the guard, whose SIGPIPE is ignored.
-bool WriteAll(int fd, const void* data, size_t size, bool socket) {
+// Never raises SIGPIPE (a guard that was killed must not take its
+// launcher with it).
+bool WriteAll(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    const ssize_t k =
-        socket ? send(fd, p, size, MSG_NOSIGNAL) : write(fd, p, size);
+    const ssize_t k = send(fd, p, size, MSG_NOSIGNAL);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     p += k;
@@ -90,7 +88,7 @@ void WaitForExits(std::vector<int> pidfds, absl::Duration limit) {
 // The guard process. Never returns; leaves with _exit so that nothing the
 // launcher (or a client program acting as its own launcher) registered
 // with atexit runs twice.
-[[noreturn]] void GuardMain(int command_fd, int info_fd, JobCleanup cleanup,
+[[noreturn]] void GuardMain(int command_fd, JobCleanup cleanup,
                             const std::string& job_id,
                             const std::string& name) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
@@ -103,10 +101,7 @@ void WaitForExits(std::vector<int> pidfds, absl::Duration limit) {
   // with a closed stdin may have been given the socket as descriptor 0).
   const int command = fcntl(command_fd, F_DUPFD, kGuardCommandFd + 1);
   const pid_t self = getpid();
-  const bool told =
-      command >= 0 && WriteAll(info_fd, &self, sizeof self, /*socket=*/false);
-  close(info_fd);
-  if (!told) _exit(1);
+  if (command < 0 || !WriteAll(command, &self, sizeof self)) _exit(1);
   const int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd >= 0 && null_fd != 0) {
     dup2(null_fd, 0);
@@ -146,15 +141,9 @@ void WaitForExits(std::vector<int> pidfds, absl::Duration limit) {
 absl::StatusOr<CleanupGuard> CleanupGuard::Start(JobCleanup cleanup,
                                                  std::string job_id,
                                                  std::string name) {
-  int command[2], info[2];
+  int command[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, command) != 0) {
     return ErrnoToStatus(errno, "socketpair for the clean-up guard");
-  }
-  if (pipe2(info, O_CLOEXEC) != 0) {
-    const int e = errno;
-    close(command[0]);
-    close(command[1]);
-    return ErrnoToStatus(e, "pipe for the clean-up guard");
   }
   // The guard must not become this process's child: orphaned through an
   // intermediate, it goes to the nearest subreaper, which must not be us.
@@ -164,22 +153,20 @@ absl::StatusOr<CleanupGuard> CleanupGuard::Start(JobCleanup cleanup,
   const pid_t middle = fork();
   if (middle == 0) {
     close(command[1]);
-    close(info[0]);
-    if (fork() == 0) GuardMain(command[0], info[1], cleanup, job_id, name);
+    if (fork() == 0) GuardMain(command[0], cleanup, job_id, name);
     _exit(0);
   }
   const int fork_errno = errno;
   close(command[0]);
-  close(info[1]);
   if (middle > 0) {
     while (waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
   if (was_subreaper != 0) prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t guard_pid = -1;
+  // Its pid, or end of file if it never started.
   const bool started =
-      middle > 0 && ReadAll(info[0], &guard_pid, sizeof guard_pid);
-  close(info[0]);
+      middle > 0 && ReadAll(command[1], &guard_pid, sizeof guard_pid);
   if (!started) {
     close(command[1]);
     return middle < 0 ? ErrnoToStatus(fork_errno, "fork of the clean-up guard")
@@ -216,13 +203,13 @@ CleanupGuard& CleanupGuard::operator=(CleanupGuard&& other) noexcept {
 void CleanupGuard::Watch(pid_t rank) {
   if (to_guard_ < 0) return;
   const int32_t record = static_cast<int32_t>(rank);
-  (void)WriteAll(to_guard_, &record, sizeof record, /*socket=*/true);
+  (void)WriteAll(to_guard_, &record, sizeof record);
 }
 
 void CleanupGuard::Dismiss() {
   if (to_guard_ < 0) return;
   const int32_t record = kDismiss;
-  (void)WriteAll(to_guard_, &record, sizeof record, /*socket=*/true);
+  (void)WriteAll(to_guard_, &record, sizeof record);
   close(to_guard_);
   to_guard_ = -1;
   if (pidfd_ >= 0) {
