@@ -260,8 +260,7 @@ void AmNetwork::Cancel(Reservation& r) {
   slot->flags = layout::kCancelled;
   slot->payload_len = 0;
   slot->chunk_offset = 0;
-  slot->state.store(SlotState(SlotKind::kRequest, r.position),
-                    std::memory_order_release);
+  slot->state.store(SlotState(r.kind, r.position), std::memory_order_release);
 }
 
 void AmNetwork::WaitProgress(Channel channel) {
@@ -349,20 +348,27 @@ int AmNetwork::PollRequests() {
       // reply is written over it) and move on, so that a handler may poll,
       // re-entering this loop.
       if (!LockPoll(Channel::kRequest)) return delivered;
-      const uint32_t head = k.head;
-      Slot* slot = &k.slots[head & k.mask];
+      uint32_t position = k.head;
+      Slot* slot = &k.slots[position & k.mask];
       if (slot->state.load(std::memory_order_acquire) !=
-          SlotState(SlotKind::kRequest, head)) {
-        UnlockPoll(Channel::kRequest);
-        break;
+          SlotState(SlotKind::kRequest, position)) {
+        // Or a request sent with nothing unfinished, in the last slot (see
+        // SlotKind::kRequestInLastSlot).
+        position += k.mask;
+        slot = &k.slots[position & k.mask];
+        if (slot->state.load(std::memory_order_acquire) !=
+            SlotState(SlotKind::kRequestInLastSlot, position)) {
+          UnlockPoll(Channel::kRequest);
+          break;
+        }
       }
       SlotCopy copy;
       CopyFields(*slot, copy);
-      k.head = head + 1;
+      k.head = position + 1;
       ++k.running;
       UnlockPoll(Channel::kRequest);
 
-      ReplyTo reply{slot, head, source, ReplyTo::State::kNone};
+      ReplyTo reply{slot, position, source, ReplyTo::State::kNone};
       if (Deliver(copy.bytes(), Channel::kRequest, source, k.source_rank,
                   k.source_pool, &reply)) {
         ++delivered;
@@ -377,7 +383,7 @@ int AmNetwork::PollRequests() {
       if (thread_safe_) {
         // Handlers end out of order here: say so in the slot.
         if (reply.state == ReplyTo::State::kNone) {
-          slot->state.store(SlotState(SlotKind::kDone, head),
+          slot->state.store(SlotState(SlotKind::kDone, position),
                             std::memory_order_release);
         }
       } else if (--k.running == 0) {

@@ -10,7 +10,10 @@
 // arguments and Medium payload). A Short, or a Medium of a few bytes with
 // a few arguments, and its reply are one cache line that goes to the
 // receiver and comes back, as in a raw ping-pong; nothing else crosses
-// between their caches. Long payloads are copied straight into the
+// between their caches. A request sent when every earlier one to that peer
+// is finished takes the last one's slot again (SEQ senders), so that a
+// series of round trips keeps passing that one line, rather than a fresh
+// line of the ring each time. Long payloads are copied straight into the
 // target's segment before the message is published. No locks in SEQ mode,
 // no system calls, no allocation on send or receive.
 //
@@ -98,6 +101,7 @@ struct Reservation {
   uint8_t nargs;
   uint32_t dest;  // Supernode index.
   uint32_t position;
+  layout::SlotKind kind;  // What Commit publishes.
   layout::Slot* slot;
   ReplyTo* reply_to;      // A reply's request; nullptr for a request.
   unsigned char* body;    // The slot's inline body, or the chunk's.
@@ -218,15 +222,19 @@ class AmNetwork {
     std::atomic<bool> busy{false};
   };
 
-  bool TryClaimSlot(Producer& p, uint32_t* position);
+  // Claims the next position in `p`'s queue when one is free: with
+  // `*kind` kRequestInLastSlot when none is unfinished (the position then
+  // maps to the last one's slot), else kRequest.
+  bool TryClaimSlot(Producer& p, uint32_t* position, layout::SlotKind* kind);
   // Allocates a chunk for a body that does not fit in a slot (waiting,
   // unless `immediate`); returns its offset + 1, or 0 when the body fits
   // or (immediate) there is no room, with *refused set.
   uint32_t ChunkFor(Channel channel, size_t body, bool immediate,
                     bool* refused);
   void FillReservation(Category category, uint8_t nargs, uint32_t dest,
-                       uint32_t position, layout::Slot* slot, ReplyTo* reply_to,
-                       Channel channel, uint32_t chunk, Reservation* r);
+                       uint32_t position, layout::SlotKind kind,
+                       layout::Slot* slot, ReplyTo* reply_to, Channel channel,
+                       uint32_t chunk, Reservation* r);
   // The rest of a Send once `r` is `reserved` (else returns that): the
   // payload into the message (Medium) or to `long_local` (Long), then
   // Commit.
@@ -292,8 +300,9 @@ class AmNetwork {
 // The hot paths, inline.
 
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::TryClaimSlot(
-    Producer& p, uint32_t* position) {
+    Producer& p, uint32_t* position, layout::SlotKind* kind) {
   uint32_t tail = p.tail.load(std::memory_order_relaxed);
+  *kind = layout::SlotKind::kRequest;
   const auto depth = static_cast<int32_t>(p.depth);
   for (;;) {
     // Distances are signed: another thread may have moved `retired` past
@@ -309,6 +318,20 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::TryClaimSlot(
       continue;
     }
     if (!thread_safe_) {
+      if (tail == p.retired.load(std::memory_order_relaxed) && p.mask != 0) {
+        // Nothing unfinished: skip ahead to the position one ring on from
+        // the last, whose slot is the last one's (already in this rank's
+        // cache, with the reply just read from it). The positions skipped
+        // count as finished; the receiver, whose head is `tail`, skips
+        // them too when it finds this request there. (Single-threaded
+        // only: with several senders, another thread may be retiring.)
+        const uint32_t reused = tail + p.mask;
+        p.retired.store(reused, std::memory_order_relaxed);
+        p.tail.store(reused + 1, std::memory_order_relaxed);
+        *position = reused;
+        *kind = layout::SlotKind::kRequestInLastSlot;
+        return true;
+      }
       p.tail.store(tail + 1, std::memory_order_relaxed);
       *position = tail;
       return true;
@@ -341,12 +364,13 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t AmNetwork::ChunkFor(
 
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AmNetwork::FillReservation(
     Category category, uint8_t nargs, uint32_t dest, uint32_t position,
-    layout::Slot* slot, ReplyTo* reply_to, Channel channel, uint32_t chunk,
-    Reservation* r) {
+    layout::SlotKind kind, layout::Slot* slot, ReplyTo* reply_to,
+    Channel channel, uint32_t chunk, Reservation* r) {
   r->category = category;
   r->nargs = nargs;
   r->dest = dest;
   r->position = position;
+  r->kind = kind;
   r->slot = slot;
   r->reply_to = reply_to;
   r->chunk_offset = chunk;
@@ -366,18 +390,20 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::ReserveRequest(
   if (ABSL_PREDICT_FALSE(refused)) return SendStatus::kWouldBlock;
   Producer& p = producers_[dest];
   uint32_t position;
-  while (ABSL_PREDICT_FALSE(!TryClaimSlot(p, &position))) {
+  layout::SlotKind kind;
+  while (ABSL_PREDICT_FALSE(!TryClaimSlot(p, &position, &kind))) {
     // A request finished without a reply frees its slot once this rank
     // sees it finished: look (running no handler) before waiting.
-    if (RetireFinished(p) && TryClaimSlot(p, &position)) break;
+    if (RetireFinished(p) && TryClaimSlot(p, &position, &kind)) break;
     if (immediate) {
       if (chunk != 0) FreeChunk(pool(Channel::kRequest), chunk);
       return SendStatus::kWouldBlock;
     }
     WaitProgress(Channel::kRequest);
   }
-  FillReservation(category, nargs, dest, position, &p.slots[position & p.mask],
-                  nullptr, Channel::kRequest, chunk, r);
+  FillReservation(category, nargs, dest, position, kind,
+                  &p.slots[position & p.mask], nullptr, Channel::kRequest,
+                  chunk, r);
   return SendStatus::kOk;
 }
 
@@ -391,8 +417,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::ReserveReply(
                immediate, &refused);
   if (ABSL_PREDICT_FALSE(refused)) return SendStatus::kWouldBlock;
   to.state = ReplyTo::State::kReserved;
-  FillReservation(category, nargs, to.dest, to.position, to.slot, &to,
-                  Channel::kReply, chunk, r);
+  FillReservation(category, nargs, to.dest, to.position,
+                  layout::SlotKind::kReply, to.slot, &to, Channel::kReply,
+                  chunk, r);
   return SendStatus::kOk;
 }
 
@@ -415,12 +442,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AmNetwork::Commit(Reservation& r,
   slot->flags = r.chunk_offset != 0 ? layout::kInChunk : 0;
   slot->payload_len = static_cast<uint32_t>(payload_len);
   slot->chunk_offset = r.chunk_offset;
-  layout::SlotKind kind = layout::SlotKind::kRequest;
-  if (r.reply_to != nullptr) {
-    r.reply_to->state = ReplyTo::State::kSent;
-    kind = layout::SlotKind::kReply;
-  }
-  slot->state.store(layout::SlotState(kind, r.position),
+  if (r.reply_to != nullptr) r.reply_to->state = ReplyTo::State::kSent;
+  slot->state.store(layout::SlotState(r.kind, r.position),
                     std::memory_order_release);
 }
 

@@ -1154,6 +1154,78 @@ TEST(AmNetworkTest, ARequestAndItsReplyShareOneSlot) {
   }
 }
 
+// Round trips one after another (each request sent once the last one's
+// reply has run) keep to one slot, so that they move one cache line back
+// and forth; requests sent while others are unfinished still go round the
+// ring, and every message is delivered once and in order either way.
+TEST(AmNetworkTest, BackToBackRoundTripsReuseTheLastSlot) {
+  for (bool receiver_thread_safe : {false, true}) {
+    for (uint32_t depth : {1u, 2u, 3u, 8u}) {
+      for (uint32_t dest : {1u, 0u}) {
+        SCOPED_TRACE(absl::StrFormat("receiver thread_safe %d depth %u dest %u",
+                                     receiver_thread_safe, depth, dest));
+        Supernode node(2, Config(depth));
+        Endpoint a(node, 0), b(node, 1, receiver_thread_safe);
+        Endpoint& to = dest == 0 ? a : b;
+        to.on_request = [&](const Message& m) {
+          EXPECT_EQ(ReplyShort(to.net(), *m.reply, 2, {m.args[0]}, true),
+                    SendStatus::kOk);
+        };
+        uint32_t tag = 0;
+        auto reserve = [&](const layout::Slot** slot) {
+          Reservation r;
+          ASSERT_EQ(
+              a.net().ReserveRequest(dest, Category::kShort, 1, 0, true, &r),
+              SendStatus::kOk);
+          *slot = r.slot;
+          a.net().Commit(r, 1, &tag, 0, 0);
+          ++tag;
+        };
+        auto round_trip = [&](const layout::Slot** slot) {
+          reserve(slot);
+          // The request's handler, then its reply (to a itself or not).
+          EXPECT_EQ(to.net().Poll(), 1);
+          EXPECT_EQ(a.net().Poll(), 1);
+        };
+        const layout::Slot* first = nullptr;
+        round_trip(&first);
+        for (int i = 0; i < 20; ++i) {
+          const layout::Slot* slot = nullptr;
+          round_trip(&slot);
+          EXPECT_EQ(slot, first) << "round trip " << i;
+        }
+        // A flood: the ring's slots in turn from the last one used, as
+        // many as the depth allows.
+        std::vector<const layout::Slot*> flood(depth);
+        for (uint32_t i = 0; i < depth; ++i) reserve(&flood[i]);
+        EXPECT_EQ(SendShort(a, dest, 1, {999}, true), SendStatus::kWouldBlock);
+        for (uint32_t i = 1; i < depth; ++i) {
+          EXPECT_NE(flood[i], flood[i - 1]);
+        }
+        EXPECT_EQ(flood[0], first);
+        EXPECT_EQ(to.net().Poll(), static_cast<int>(depth));
+        EXPECT_EQ(a.net().Poll(), static_cast<int>(depth));
+        // Drained again: back to the flood's last slot.
+        const layout::Slot* after = nullptr;
+        round_trip(&after);
+        EXPECT_EQ(after, flood[depth - 1]);
+        round_trip(&after);
+        EXPECT_EQ(after, flood[depth - 1]);
+
+        std::vector<uint32_t> want(tag);
+        for (uint32_t i = 0; i < tag; ++i) want[i] = i;
+        EXPECT_EQ(ReplyTags(a.delivered), want);
+        std::vector<uint32_t> requests;
+        for (const Delivery& d : to.delivered) {
+          if (d.channel == Channel::kRequest) requests.push_back(d.args[0]);
+        }
+        EXPECT_EQ(requests, want);
+        EXPECT_EQ(a.net().waits(), 0u);
+      }
+    }
+  }
+}
+
 // A request whose handler sends no reply gives its slot back without the
 // requester running anything: the next send finds it finished.
 TEST(AmNetworkTest, ARequestWithoutAReplyFreesItsSlotWithoutRequesterPolling) {

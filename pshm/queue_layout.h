@@ -15,7 +15,10 @@
 //
 // A request and its reply share one cache line, so a request/reply round
 // trip moves that line to the receiver and back, as a raw ping-pong does;
-// and a reply never waits for a free slot (its slot is the request's).
+// and a reply never waits for a free slot (its slot is the request's). A
+// request sent when all earlier ones are finished goes into the slot the
+// last one used (kRequestInLastSlot), so that round trip after round trip
+// moves that one line rather than each a fresh line of the ring.
 //
 // Each region describes itself in its header (depth, pool size), so a
 // sender always uses the receiver's own settings.
@@ -47,7 +50,7 @@ inline constexpr uint32_t kMaxMedium = 65536;
 namespace layout {
 
 inline constexpr uint64_t kMagic = 0x47455850534d4e31ull;  // "GEXPSMN1"
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 
 struct alignas(kCacheLine) RegionHeader {
   uint64_t magic;
@@ -80,14 +83,21 @@ inline constexpr size_t kInlineBytes = kCacheLine - kSlotHeaderBytes;
 
 // What a slot holds, in its `state` word: the kind of message last
 // published in it and the queue position of the request it belongs to
-// (modulo 2^30), so a stale value from an earlier lap never matches.
+// (modulo 2^29), so a stale value from an earlier lap never matches.
 enum class SlotKind : uint32_t {
-  kRequest = 1,  // A request, for the owner.
+  kRequest = 1,  // A request, for the owner, in its position's slot.
   kReply = 2,    // The owner's reply to it, for the requester.
   kDone = 3,     // Finished with no reply (see QueueControl).
+  // A request sent when every earlier one was finished: it takes the
+  // previous request's slot again (its position skips ahead a ring, less
+  // one, to the position that maps there), so that back-to-back round trips
+  // keep to one cache line, as a raw ping-pong does, instead of moving
+  // through the ring. The owner, finding nothing at its head, looks for
+  // this one in the slot before it.
+  kRequestInLastSlot = 4,
 };
 inline constexpr uint32_t SlotState(SlotKind kind, uint32_t position) {
-  return position << 2 | static_cast<uint32_t>(kind);
+  return position << 3 | static_cast<uint32_t>(kind);
 }
 
 // One message header, one cache line. `state` is stored last (a release
