@@ -19,6 +19,7 @@
 #include "api/exit.h"
 #include "api/rma.h"
 #include "api/runtime.h"
+#include "base/atomic.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/job_rank.h"
@@ -95,19 +96,27 @@ Runtime& RuntimeFor(const char* call) {
   return *rt;
 }
 
-void Progress(Runtime& rt) {
-  rt.net->Poll();
+int Progress(Runtime& rt) {
+  const int delivered = rt.net->Poll();
   // Their progress sends Requests, which a handler must not (a Test call
   // made from one only polls).
   if (!am::HandlerContext::InHandler()) {
     rt.barrier.Progress();
     CollProgress();
   }
+  return delivered;
 }
 
 void WaitProgress(Runtime& rt) {
-  Progress(rt);
-  if (rt.polite) sched_yield();
+  const int delivered = Progress(rt);
+  if (rt.polite) {
+    sched_yield();
+  } else if (delivered == 0) {
+    // Spacing out the looks at an empty queue leaves the line a peer is
+    // writing its message or reply into with that peer, rather than
+    // pulling it back and forth while the message is still being written.
+    CpuRelax();
+  }
 }
 
 int ReportError(const char* call, int code, const std::string& message) {

@@ -111,10 +111,11 @@ inline pshm::ReplyTo& ReplyTo(const am::Token& token) {
 // collectives send what has become possible (each one atomic load when
 // nothing is in flight; not from inside a handler, where sending a
 // Request is not allowed). What every polling call (gasnet_AMPoll, the Test
-// calls) does.
-void Progress(Runtime& rt);
+// calls) does. Returns the number of messages the network delivered.
+int Progress(Runtime& rt);
 
-// One round of waiting: Progress, yielding the CPU when polite.
+// One round of waiting: Progress, then yielding the CPU when polite, or a
+// spin-wait pause when nothing arrived.
 void WaitProgress(Runtime& rt);
 
 // Prints `message` (prefixed with the call) when verbose errors are on

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "base/atomic.h"
 #include "base/fatal.h"
 
 namespace gex::pshm {
@@ -23,12 +24,6 @@ const RegionHeader& HeaderOf(void* region) {
 }
 
 uint32_t MaskFor(uint32_t depth) { return layout::RingSlots(depth) - 1; }
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 // QueueControl::finished as a single-threaded receiver stores it: its
 // count of finished requests, shifted left, with the low bit set. A
@@ -536,6 +531,9 @@ int AmNetwork::PollReplies() {
   return delivered;
 }
 
-int AmNetwork::Poll() { return PollReplies() + PollRequests(); }
+int AmNetwork::Poll() {
+  const int requests = PollRequests();
+  return requests + PollReplies();
+}
 
 }  // namespace gex::pshm

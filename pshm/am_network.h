@@ -173,9 +173,14 @@ class AmNetwork {
                        size_t payload_len, void* long_local, uint64_t long_dest,
                        bool immediate);
 
-  // Delivers what has arrived (replies first, then requests); returns the
-  // number of messages delivered.
+  // Delivers what has arrived (requests first, then replies); returns the
+  // number of messages delivered. Requests first: a reply is the last thing
+  // a rank waiting for it needs to run before it goes on, so nothing more
+  // runs after it; and a request's handler may reply to this rank itself
+  // (loopback), whose reply the same call then runs.
   int Poll();
+  // Delivers arrived requests only.
+  int PollRequests();
   // Delivers arrived replies only.
   int PollReplies();
 
@@ -256,7 +261,6 @@ class AmNetwork {
   void FreeChunk(Pool& pool, uint32_t chunk_offset);
   // One round of waiting for space on `channel`.
   void WaitProgress(Channel channel);
-  int PollRequests();
   // Runs the replies that have arrived from `dest`; retires finished slots.
   int TakeReplies(Producer& p, uint32_t dest);
   // Retires the finished requests to one peer that have no reply to run;

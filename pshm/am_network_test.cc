@@ -289,7 +289,7 @@ bool TryReplyVia(Endpoint& replier, Endpoint& requester, const ReplyFn& reply,
   };
   // The carrier is the last request from the requester: a poll or two
   // delivers it, after the requester's earlier ones.
-  for (int i = 0; i < 3 && !ran; ++i) replier.net().Poll();
+  for (int i = 0; i < 3 && !ran; ++i) replier.net().PollRequests();
   replier.carrier = nullptr;
   if (!ran) {
     ADD_FAILURE() << "the carrier request was not delivered";
@@ -634,7 +634,8 @@ TEST(AmNetworkTest, LoopbackDeliversEveryCategory) {
   ASSERT_EQ(SendMedium(a, 0, 3, args, big, true), SendStatus::kOk);
   ASSERT_EQ(SendLong(a, 0, 4, args, big, segment.data(), true),
             SendStatus::kOk);
-  EXPECT_EQ(a.net().Poll(), 4);
+  // The requests (whose handlers reply into their slots)...
+  EXPECT_EQ(a.net().PollRequests(), 4);
   ASSERT_EQ(a.delivered.size(), 4u);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(a.delivered[i].channel, Channel::kRequest);
@@ -647,7 +648,7 @@ TEST(AmNetworkTest, LoopbackDeliversEveryCategory) {
   EXPECT_TRUE(a.delivered[2].payload == big);
   EXPECT_EQ(a.delivered[3].payload_address, segment.data());
   EXPECT_TRUE(a.delivered[3].payload == big);
-  // The replies, in the order of their requests.
+  // ... then the replies, in the order of their requests.
   EXPECT_EQ(a.net().Poll(), 4);
   ASSERT_EQ(a.delivered.size(), 8u);
   for (int i = 0; i < 4; ++i) {
@@ -677,18 +678,20 @@ TEST(AmNetworkTest, RequestsAndRepliesTravelOnTheirOwnChannels) {
   // A request for b, and a reply for b (to b's carrier request).
   ASSERT_EQ(SendShort(a, 1, 1, {1}, true), SendStatus::kOk);
   ASSERT_EQ(ReplyVia(a, b, short_reply(2, 2)), SendStatus::kOk);
-  // PollReplies takes the reply only.
+  // PollReplies takes the reply only, PollRequests the request only.
   EXPECT_EQ(b.net().PollReplies(), 1);
   ASSERT_EQ(b.delivered.size(), 1u);
   EXPECT_EQ(b.delivered[0].channel, Channel::kReply);
   EXPECT_EQ(b.delivered[0].handler, 2);
   EXPECT_EQ(b.net().PollReplies(), 0);
-  EXPECT_EQ(b.net().Poll(), 1);
+  EXPECT_EQ(b.net().PollRequests(), 1);
   ASSERT_EQ(b.delivered.size(), 2u);
   EXPECT_EQ(b.delivered[1].channel, Channel::kRequest);
   EXPECT_EQ(b.delivered[1].handler, 1);
+  EXPECT_EQ(b.net().PollRequests(), 0);
+  EXPECT_EQ(b.net().Poll(), 0);
 
-  // Poll delivers replies before requests, whatever the sending order.
+  // Poll delivers requests before replies, whatever the sending order.
   b.delivered.clear();
   ASSERT_EQ(SendShort(a, 1, 3, {3}, true), SendStatus::kOk);
   ASSERT_EQ(ReplyVia(a, b,
@@ -699,11 +702,11 @@ TEST(AmNetworkTest, RequestsAndRepliesTravelOnTheirOwnChannels) {
             SendStatus::kOk);
   EXPECT_EQ(b.net().Poll(), 2);
   ASSERT_EQ(b.delivered.size(), 2u);
-  EXPECT_EQ(b.delivered[0].channel, Channel::kReply);
-  EXPECT_EQ(b.delivered[0].handler, 4);
-  EXPECT_TRUE(b.delivered[0].payload == MakePayload(500, 4));
-  EXPECT_EQ(b.delivered[1].channel, Channel::kRequest);
-  EXPECT_EQ(b.delivered[1].handler, 3);
+  EXPECT_EQ(b.delivered[0].channel, Channel::kRequest);
+  EXPECT_EQ(b.delivered[0].handler, 3);
+  EXPECT_EQ(b.delivered[1].channel, Channel::kReply);
+  EXPECT_EQ(b.delivered[1].handler, 4);
+  EXPECT_TRUE(b.delivered[1].payload == MakePayload(500, 4));
 
   // A's full request queue to b does not stop a's reply to b (it goes in
   // b's request's slot).
@@ -715,7 +718,8 @@ TEST(AmNetworkTest, RequestsAndRepliesTravelOnTheirOwnChannels) {
   b.delivered.clear();
   EXPECT_EQ(b.net().Poll(), 5);
   ASSERT_EQ(b.delivered.size(), 5u);
-  EXPECT_EQ(b.delivered[0].handler, 6);
+  EXPECT_EQ(b.delivered[4].channel, Channel::kReply);
+  EXPECT_EQ(b.delivered[4].handler, 6);
   EXPECT_EQ(a.net().waits(), 0u);
 }
 
@@ -950,7 +954,8 @@ TEST(AmNetworkTest, BlockingSendPollsWhileWaiting) {
       ASSERT_EQ(SendShort(a, 0, 1, {i}, true), SendStatus::kOk);
     }
     EXPECT_EQ(a.net().waits(), 0u);
-    a.net().Poll();
+    // (Counting the three requests; not the replies their waits ran.)
+    EXPECT_EQ(a.net().PollRequests(), 3);
     EXPECT_GT(a.net().waits(), 0u);
     // Request 1's reply ran reply 0 while it waited; request 2's, reply 1.
     std::vector<std::pair<Channel, uint32_t>> order;
@@ -1135,7 +1140,7 @@ TEST(AmNetworkTest, ARequestAndItsReplyShareOneSlot) {
         }
         EXPECT_EQ(SendShort(a, dest, 1, {999}, true), SendStatus::kWouldBlock);
         // The receiver runs them all and replies to each...
-        EXPECT_EQ(to.net().Poll(), static_cast<int>(depth));
+        EXPECT_EQ(to.net().PollRequests(), static_cast<int>(depth));
         EXPECT_EQ(reply_slots, request_slots);
         // ... and still no slot is free: each holds a reply.
         EXPECT_EQ(SendShort(a, dest, 1, {999}, true), SendStatus::kWouldBlock);
@@ -1144,7 +1149,7 @@ TEST(AmNetworkTest, ARequestAndItsReplyShareOneSlot) {
             a.net().ReserveRequest(dest, Category::kMedium, 1, 1000, true, &r),
             SendStatus::kWouldBlock);
         // Running the replies frees them all.
-        EXPECT_EQ(a.net().Poll(), static_cast<int>(depth));
+        EXPECT_EQ(a.net().PollReplies(), static_cast<int>(depth));
       }
       EXPECT_EQ(a.net().waits(), 0u);
       std::vector<uint32_t> want(3 * depth);
@@ -1184,8 +1189,8 @@ TEST(AmNetworkTest, BackToBackRoundTripsReuseTheLastSlot) {
         auto round_trip = [&](const layout::Slot** slot) {
           reserve(slot);
           // The request's handler, then its reply (to a itself or not).
-          EXPECT_EQ(to.net().Poll(), 1);
-          EXPECT_EQ(a.net().Poll(), 1);
+          EXPECT_EQ(to.net().PollRequests(), 1);
+          EXPECT_EQ(a.net().PollReplies(), 1);
         };
         const layout::Slot* first = nullptr;
         round_trip(&first);
@@ -1203,8 +1208,8 @@ TEST(AmNetworkTest, BackToBackRoundTripsReuseTheLastSlot) {
           EXPECT_NE(flood[i], flood[i - 1]);
         }
         EXPECT_EQ(flood[0], first);
-        EXPECT_EQ(to.net().Poll(), static_cast<int>(depth));
-        EXPECT_EQ(a.net().Poll(), static_cast<int>(depth));
+        EXPECT_EQ(to.net().PollRequests(), static_cast<int>(depth));
+        EXPECT_EQ(a.net().PollReplies(), static_cast<int>(depth));
         // Drained again: back to the flood's last slot.
         const layout::Slot* after = nullptr;
         round_trip(&after);

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "base/atomic.h"
 #include "benchmark/benchmark.h"
 #include "pshm/am_network.h"
 #include "pshm/queue_config.h"
@@ -128,9 +129,16 @@ bool PinTo(int cpu) {
 }
 
 // What every spin loop does between two looks (both processes, baseline
-// and queue alike): nothing, unless they share one CPU.
+// and queue alike): a spin-wait pause, as the runtime's own waits do
+// (api's WaitProgress), or a yield when they share one CPU. The pause
+// matters to the queue: a side that looks again at once pulls the line
+// its peer is still writing a message into back out of the peer's cache.
 inline void Relax() {
-  if (__builtin_expect(g_cpus.shared, false)) sched_yield();
+  if (__builtin_expect(g_cpus.shared, false)) {
+    sched_yield();
+  } else {
+    CpuRelax();
+  }
 }
 
 // 0 while a helper runs that must not exit yet.
