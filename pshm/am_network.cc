@@ -393,6 +393,25 @@ int AmNetwork::PollRequests() {
   return delivered;
 }
 
+bool AmNetwork::TryClaimLastSlot(Producer& p, uint32_t tail,
+                                 uint32_t* position) {
+  // `retired` moves only under the reply poll lock: holding it, this
+  // thread moves the tail a ring on and then `retired` up to the claimed
+  // position. Other senders meanwhile see a full queue, briefly.
+  if (!LockPoll(Channel::kReply)) return false;
+  bool claimed = false;
+  uint32_t expected = tail;
+  if (p.retired.load(std::memory_order_relaxed) == tail &&
+      p.tail.compare_exchange_strong(expected, tail + p.mask + 1,
+                                     std::memory_order_relaxed)) {
+    p.retired.store(tail + p.mask, std::memory_order_release);
+    *position = tail + p.mask;
+    claimed = true;
+  }
+  UnlockPoll(Channel::kReply);
+  return claimed;
+}
+
 bool AmNetwork::FinishedThere(Producer& p, uint32_t pos) {
   if (FinishedBefore(p.known_finished, pos)) return true;
   p.known_finished = p.finished->load(std::memory_order_acquire);

@@ -11,7 +11,7 @@
 // a few arguments, and its reply are one cache line that goes to the
 // receiver and comes back, as in a raw ping-pong; nothing else crosses
 // between their caches. A request sent when every earlier one to that peer
-// is finished takes the last one's slot again (SEQ senders), so that a
+// is finished takes the last one's slot again, so that a
 // series of round trips keeps passing that one line, rather than a fresh
 // line of the ring each time. Long payloads are copied straight into the
 // target's segment before the message is published. No locks in SEQ mode,
@@ -231,6 +231,10 @@ class AmNetwork {
   // `*kind` kRequestInLastSlot when none is unfinished (the position then
   // maps to the last one's slot), else kRequest.
   bool TryClaimSlot(Producer& p, uint32_t* position, layout::SlotKind* kind);
+  // Thread-safe mode: claims the last slot again (as TryClaimSlot does
+  // single-threaded) when nothing to `p` is unfinished at `tail`; false
+  // when another thread is retiring or has claimed since.
+  bool TryClaimLastSlot(Producer& p, uint32_t tail, uint32_t* position);
   // Allocates a chunk for a body that does not fit in a slot (waiting,
   // unless `immediate`); returns its offset + 1, or 0 when the body fits
   // or (immediate) there is no room, with *refused set.
@@ -309,11 +313,12 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::TryClaimSlot(
   *kind = layout::SlotKind::kRequest;
   const auto depth = static_cast<int32_t>(p.depth);
   for (;;) {
+    // Acquire: the slot's last reader, the thread that retired it, is done
+    // with it.
+    const uint32_t retired = p.retired.load(std::memory_order_acquire);
     // Distances are signed: another thread may have moved `retired` past
-    // this thread's snapshot of the tail, which is not "full". (Acquire:
-    // the slot's last reader, the thread that retired it, is done with it.)
-    if (static_cast<int32_t>(
-            tail - p.retired.load(std::memory_order_acquire)) >= depth) {
+    // this thread's snapshot of the tail, which is not "full".
+    if (static_cast<int32_t>(tail - retired) >= depth) {
       // Full, unless another thread took slots meanwhile (then retry with
       // the newer tail).
       const uint32_t now = p.tail.load(std::memory_order_relaxed);
@@ -321,14 +326,13 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::TryClaimSlot(
       tail = now;
       continue;
     }
-    if (!thread_safe_) {
-      if (tail == p.retired.load(std::memory_order_relaxed) && p.mask != 0) {
-        // Nothing unfinished: skip ahead to the position one ring on from
-        // the last, whose slot is the last one's (already in this rank's
-        // cache, with the reply just read from it). The positions skipped
-        // count as finished; the receiver, whose head is `tail`, skips
-        // them too when it finds this request there. (Single-threaded
-        // only: with several senders, another thread may be retiring.)
+    if (tail == retired && p.mask != 0) {
+      // Nothing unfinished: skip ahead to the position one ring on from
+      // the last, whose slot is the last one's (already in this rank's
+      // cache, with the reply just read from it). The positions skipped
+      // count as finished; the receiver, whose head is `tail`, skips them
+      // too when it finds this request there.
+      if (!thread_safe_) {
         const uint32_t reused = tail + p.mask;
         p.retired.store(reused, std::memory_order_relaxed);
         p.tail.store(reused + 1, std::memory_order_relaxed);
@@ -336,6 +340,13 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::TryClaimSlot(
         *kind = layout::SlotKind::kRequestInLastSlot;
         return true;
       }
+      if (TryClaimLastSlot(p, tail, position)) {
+        *kind = layout::SlotKind::kRequestInLastSlot;
+        return true;
+      }
+      // Another thread is retiring or claiming: the next slot, as usual.
+    }
+    if (!thread_safe_) {
       p.tail.store(tail + 1, std::memory_order_relaxed);
       *position = tail;
       return true;

@@ -1164,13 +1164,17 @@ TEST(AmNetworkTest, ARequestAndItsReplyShareOneSlot) {
 // and forth; requests sent while others are unfinished still go round the
 // ring, and every message is delivered once and in order either way.
 TEST(AmNetworkTest, BackToBackRoundTripsReuseTheLastSlot) {
-  for (bool receiver_thread_safe : {false, true}) {
+  for (int modes = 0; modes < 4; ++modes) {
+    const bool sender_thread_safe = (modes & 1) != 0;
+    const bool receiver_thread_safe = (modes & 2) != 0;
     for (uint32_t depth : {1u, 2u, 3u, 8u}) {
       for (uint32_t dest : {1u, 0u}) {
-        SCOPED_TRACE(absl::StrFormat("receiver thread_safe %d depth %u dest %u",
-                                     receiver_thread_safe, depth, dest));
+        SCOPED_TRACE(absl::StrFormat(
+            "thread_safe sender %d receiver %d depth %u dest %u",
+            sender_thread_safe, receiver_thread_safe, depth, dest));
         Supernode node(2, Config(depth));
-        Endpoint a(node, 0), b(node, 1, receiver_thread_safe);
+        Endpoint a(node, 0, sender_thread_safe),
+            b(node, 1, receiver_thread_safe);
         Endpoint& to = dest == 0 ? a : b;
         to.on_request = [&](const Message& m) {
           EXPECT_EQ(ReplyShort(to.net(), *m.reply, 2, {m.args[0]}, true),
