@@ -301,6 +301,10 @@ TEST(CacheLineTest, PaddedValuesSitOnTheirOwnLines) {
 }
 
 TEST(SpinTest, CpuRelaxAndFencesReturn) {
+  int word = 1;
+  PrefetchForWrite(&word);
+  word = 2;
+  EXPECT_EQ(word, 2);
   CpuRelax();
   LocalRmb();
   LocalWmb();

@@ -357,6 +357,10 @@ int AmNetwork::PollRequests() {
           break;
         }
       }
+      // The reply goes into this slot: start taking the line over from the
+      // requester now, while the handler runs (a store would wait for it,
+      // a cross-die round trip on some machines).
+      PrefetchForWrite(slot);
       SlotCopy copy;
       CopyFields(*slot, copy);
       k.head = position + 1;
