@@ -269,8 +269,9 @@ static_assert(sizeof(Line) == kCacheLine);
 // trip instead of ~118 ns), so one line would make the baseline a matter
 // of luck. Instead there are kSets such sets of lines, and the ping-pong
 // moves to the next set every kTripsPerSet round trips: the figure is the
-// mean over 64 placements, as the queue's figures are means over its
-// slots. Every round trip is still a plain ping-pong on lines the two
+// mean over 64 placements. (The queue reuses one slot for back-to-back
+// round trips, so its figures carry the luck of that one line; see
+// README.md.) Every round trip is still a plain ping-pong on lines the two
 // sides have been passing back and forth.
 
 constexpr uint64_t kStopWord = ~uint64_t{0};
