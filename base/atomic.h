@@ -397,8 +397,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void CpuRelax() {
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchForWrite(const void* p) {
 #if defined(__PRFCHW__)
   // As an asm statement with the line as an operand, so that the compiler
-  // keeps it ahead of the loads that follow it in the source (the builtin
-  // may be scheduled after them, which measured as no gain at all).
+  // keeps it ahead of the loads that follow it in the source (GCC moved the
+  // builtin after them).
   __asm__ __volatile__("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
 #else
   __builtin_prefetch(p, /*rw=*/1, /*locality=*/3);
