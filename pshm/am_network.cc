@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "base/atomic.h"
 #include "base/fatal.h"
 
 namespace gex::pshm {
@@ -107,7 +106,7 @@ AmNetwork::AmNetwork(Options options)
       dispatcher_(options.dispatcher),
       context_(options.context),
       thread_safe_(options.thread_safe),
-      polite_(options.polite) {
+      wait_(options.polite) {
   if (peers_ == 0 || options.ranks.size() != peers_ || my_index_ >= peers_ ||
       dispatcher_ == nullptr) {
     FatalError(absl::StrFormat(
@@ -261,13 +260,7 @@ void AmNetwork::Cancel(Reservation& r) {
 void AmNetwork::WaitProgress(Channel channel) {
   waits_.fetch_add(1, std::memory_order_relaxed);
   const int delivered = channel == Channel::kRequest ? Poll() : PollReplies();
-  if (delivered == 0) {
-    if (polite_) {
-      sched_yield();
-    } else {
-      CpuRelax();
-    }
-  }
+  if (delivered == 0) wait_.Pause();
 }
 
 bool AmNetwork::LockPoll(Channel channel) {

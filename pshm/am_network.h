@@ -48,8 +48,6 @@
 #ifndef GEX_PSHM_AM_NETWORK_H_
 #define GEX_PSHM_AM_NETWORK_H_
 
-#include <sched.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +58,7 @@
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/types/span.h"
+#include "base/atomic.h"
 #include "pshm/queue_config.h"
 #include "pshm/queue_layout.h"
 
@@ -296,7 +295,7 @@ class AmNetwork {
   Dispatcher dispatcher_;
   void* context_;
   bool thread_safe_;
-  bool polite_;
+  PoliteSpinWait wait_;                    // Between polls that found nothing.
   std::unique_ptr<Producer[]> producers_;  // By destination.
   std::unique_ptr<Consumer[]> consumers_;  // By source.
   Pool pools_[kChannels];

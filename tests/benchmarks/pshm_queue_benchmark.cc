@@ -133,13 +133,7 @@ bool PinTo(int cpu) {
 // (api's WaitProgress), or a yield when they share one CPU. The pause
 // matters to the queue: a side that looks again at once pulls the line
 // its peer is still writing a message into back out of the peer's cache.
-inline void Relax() {
-  if (__builtin_expect(g_cpus.shared, false)) {
-    sched_yield();
-  } else {
-    CpuRelax();
-  }
-}
+inline void Relax() { PoliteSpinWait(g_cpus.shared).Pause(); }
 
 // 0 while a helper runs that must not exit yet.
 volatile sig_atomic_t g_child_may_exit = 1;
