@@ -10,11 +10,12 @@ the other side with `bazel query`.
 LAYERS = [
     "base",
     "bootstrap",
+    "am",
     "firehose",
     "pshm",
-    "am",
     "rma",
     "exit",
+    "core",
     "api",
     "conduit",
     "tools",

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace gex::am {
+namespace gexrt::am {
 namespace {
 
 std::string Describe(const Entry& e) {
@@ -14,18 +14,6 @@ std::string Describe(const Entry& e) {
 }
 
 }  // namespace
-
-const char* CategoryName(Category c) {
-  switch (c) {
-    case Category::kShort:
-      return "Short";
-    case Category::kMedium:
-      return "Medium";
-    case Category::kLong:
-      return "Long";
-  }
-  return "?";
-}
 
 absl::Status HandlerTable::Register(Entry* entries, size_t count,
                                     bool internal) {
@@ -119,4 +107,4 @@ std::string HandlerTable::Mismatch(const Entry& entry, Category category,
   return "";
 }
 
-}  // namespace gex::am
+}  // namespace gexrt::am

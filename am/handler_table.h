@@ -18,10 +18,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "am/vocabulary.h"
 
-namespace gex::am {
+namespace gexrt::am {
 
-inline constexpr unsigned kMaxArgs = 16;
 inline constexpr unsigned kTableSize = 256;
 inline constexpr unsigned kClientIndexBase = 128;
 // An entry's nargs may say "any": handlers registered through the legacy
@@ -39,8 +39,6 @@ inline constexpr uint32_t kFlagReply = 1u << 12;
 inline constexpr uint32_t kCategoryFlags = kFlagShort | kFlagMedium | kFlagLong;
 inline constexpr uint32_t kKindFlags = kFlagRequest | kFlagReply;
 
-enum class Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
-
 // Laid out exactly as gex_AM_Entry_t (the API layer checks it), so a
 // token can hand the client a pointer to the registered entry.
 struct Entry {
@@ -55,7 +53,6 @@ struct Entry {
 inline uint32_t CategoryFlag(Category c) {
   return kFlagShort << static_cast<unsigned>(c);
 }
-const char* CategoryName(Category c);
 
 class HandlerTable {
  public:
@@ -97,6 +94,6 @@ class HandlerTable {
   std::atomic<bool> client_disabled_{false};
 };
 
-}  // namespace gex::am
+}  // namespace gexrt::am
 
 #endif  // GEX_AM_HANDLER_TABLE_H_

@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex::am {
+namespace gexrt::am {
 namespace {
 
 void Fn() {}
@@ -82,4 +82,4 @@ TEST(HandlerTableTest, MismatchNamesTheProblem) {
 }
 
 }  // namespace
-}  // namespace gex::am
+}  // namespace gexrt::am

@@ -15,7 +15,7 @@
 
 #include "am/handler_table.h"
 
-namespace gex::am {
+namespace gexrt::am {
 namespace internal {
 
 template <size_t>
@@ -43,7 +43,7 @@ constexpr auto ShortCallers(std::index_sequence<N...>) {
 }
 (std::make_index_sequence<N>())...
 };  // namespace internal
-}  // namespace gex::am
+}  // namespace gexrt::am
 
 template <size_t... N>
 constexpr auto PayloadCallers(std::index_sequence<N...>) {
@@ -73,6 +73,6 @@ inline void Invoke(HandlerFn fn, Category category, void* token, void* buf,
   callers[nargs](fn, token, buf, nbytes, args);
 }
 
-}  // namespace gex::am
+}  // namespace gexrt::am
 
 #endif  // GEX_AM_INVOKE_H_

@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex::am {
+namespace gexrt::am {
 namespace {
 
 struct Seen {
@@ -62,4 +62,4 @@ TEST(InvokeTest, PayloadHandlersGetBufferAndLength) {
 }
 
 }  // namespace
-}  // namespace gex::am
+}  // namespace gexrt::am

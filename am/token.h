@@ -18,15 +18,22 @@ extern "C" {
 extern __thread unsigned _gex_am_handler_depth;
 }
 
-namespace gex::am {
+namespace gexrt::am {
+
+// Which transport delivered a message, so that its reply goes back the
+// same way.
+enum class Route : uint8_t {
+  kShared,   // PSHM: a supernode peer.
+  kConduit,  // The conduit's network.
+};
 
 struct Token {
-  uint32_t source = 0;        // The sender's job rank.
-  uint32_t source_index = 0;  // The sender's index in this supernode.
+  uint32_t source = 0;  // The sender's job rank.
   const Entry* entry = nullptr;
   bool is_request = false;
   bool is_long = false;
   bool replied = false;
+  Route route = Route::kShared;
   // The transport's handle for where the reply goes (a Request's only).
   void* reply = nullptr;
 };
@@ -61,6 +68,6 @@ class HandlerContext {
   static inline thread_local const Token* current_ = nullptr;
 };
 
-}  // namespace gex::am
+}  // namespace gexrt::am
 
 #endif  // GEX_AM_TOKEN_H_

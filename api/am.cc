@@ -1,10 +1,12 @@
 // The Active Message calls of gasnetex.h: registration, token queries,
 // limits, Request/Reply of every category and the negotiated-payload
-// (Prepare/Commit/Cancel) forms, over the PSHM network.
+// (Prepare/Commit/Cancel) forms, over core's router (PSHM for supernode
+// peers, the conduit for the rest).
 //
 // Hot path: a send is the argument checks (a few compares, always on:
 // they cost nothing next to the copy), one translation for a Long, and
-// the network's Send; no locks in SEQ mode, no allocation. Local
+// the router's send (inline into the PSHM queue for a supernode peer); no
+// locks in SEQ mode, no allocation. Local
 // completion is synchronous (the payload is copied before the call
 // returns), so an lc_opt event pointer gets GEX_EVENT_INVALID.
 #include <cstddef>
@@ -18,9 +20,9 @@
 #include "am/token.h"
 #include "api/runtime.h"
 #include "base/fatal.h"
-#include "pshm/queue_layout.h"
+#include "core/router.h"
 
-namespace gex::api {
+namespace gexrt::api {
 namespace {
 
 static_assert(sizeof(gex_AM_Entry_t) == sizeof(am::Entry));
@@ -40,16 +42,12 @@ static_assert(GEX_FLAG_AM_LONG == am::kFlagLong);
 static_assert(GEX_FLAG_AM_REQUEST == am::kFlagRequest);
 static_assert(GEX_FLAG_AM_REPLY == am::kFlagReply);
 static_assert(sizeof(gex_AM_Arg_t) == sizeof(uint32_t));
-static_assert(static_cast<int>(am::Category::kLong) ==
-              static_cast<int>(pshm::Category::kLong));
 
-// Medium payloads up to the network's largest; Long the same, so one
-// message is one copy into the target's segment.
-constexpr size_t kMaxMedium = pshm::kMaxMedium;
-constexpr size_t kMaxLong = pshm::kMaxMedium;
-
-inline pshm::Category ToNet(am::Category c) {
-  return static_cast<pshm::Category>(c);
+// The payload limits: what every destination accepts (core::Init takes
+// the smaller of PSHM's and the conduit's). A Long is one message, one
+// copy into the target's segment.
+inline size_t MaxPayload(const Runtime& rt, am::Category category) {
+  return category == am::Category::kLong ? rt.max_long : rt.max_medium;
 }
 
 inline void CompleteLocally(gex_Event_t* lc_opt) {
@@ -103,7 +101,7 @@ inline void CompleteLocally(gex_Event_t* lc_opt) {
                                                          gex_Rank_t rank,
                                                          const void* dest,
                                                          size_t nbytes) {
-  const pshm::Supernode::Segment s = rt.supernode->segment(rank);
+  const rma::SegmentEntry s = rt.segments.segment(rank);
   FatalErrorF(
       "%s: destination [%p, +%zu) is outside rank %u's segment [%p, +%zu)%s",
       call, dest, nbytes, rank, reinterpret_cast<void*>(s.base), s.size,
@@ -116,15 +114,18 @@ inline Runtime& Rt(const char* call) {
   return *rt;
 }
 
-// Where a Long's payload goes in this process (fatal when it is not in
-// the target's segment).
+// Where a Long's payload goes in this process when the target's segment
+// is mapped here (a supernode peer), else null; fatal when the range is
+// not in the target's segment.
 inline void* LongTarget(const char* call, const Runtime& rt, gex_Rank_t rank,
                         void* dest, size_t nbytes) {
-  void* local =
-      rt.supernode->Translate(rank, reinterpret_cast<uintptr_t>(dest), nbytes);
+  const auto address = reinterpret_cast<uintptr_t>(dest);
+  void* local = rt.segments.Translate(rank, address, nbytes);
   if (ABSL_PREDICT_FALSE(local == nullptr)) {
     if (nbytes == 0) return nullptr;  // Nothing to write; any address.
-    OutsideSegment(call, rt, rank, dest, nbytes);
+    if (!rt.segments.Contains(rank, address, nbytes)) {
+      OutsideSegment(call, rt, rank, dest, nbytes);
+    }
   }
   return local;
 }
@@ -135,10 +136,9 @@ inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
                    unsigned nargs, const gex_AM_Arg_t* args) {
   const char* call = SendCallName(category, true);
   Runtime& rt = Rt(call);
-  const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
-  const int32_t index = rank < rt.size ? rt.supernode->LocalIndex(rank) : -1;
-  if (ABSL_PREDICT_FALSE(index < 0 || nargs > am::kMaxArgs || nbytes > max ||
-                         am::HandlerContext::InHandler())) {
+  const size_t max = MaxPayload(rt, category);
+  if (ABSL_PREDICT_FALSE(rank >= rt.size || nargs > am::kMaxArgs ||
+                         nbytes > max || am::HandlerContext::InHandler())) {
     BadSend(call, rt, rank, nargs, nbytes, max);
   }
   if (category != am::Category::kShort &&
@@ -150,11 +150,11 @@ inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
     local = LongTarget(call, rt, rank, dest, nbytes);
   }
   (void)tm;
-  if (rt.net->SendRequest(
-          static_cast<uint32_t>(index), ToNet(category), handler,
-          reinterpret_cast<const uint32_t*>(args), static_cast<uint8_t>(nargs),
-          src, nbytes, local, reinterpret_cast<uint64_t>(dest),
-          (flags & GEX_FLAG_IMMEDIATE) != 0) != pshm::SendStatus::kOk) {
+  if (core::Request(rt, rank, category, handler,
+                    reinterpret_cast<const uint32_t*>(args),
+                    static_cast<uint8_t>(nargs), src, nbytes,
+                    reinterpret_cast<uint64_t>(dest), local,
+                    (flags & GEX_FLAG_IMMEDIATE) != 0) != am::SendStatus::kOk) {
     return 1;
   }
   if (category != am::Category::kShort) CompleteLocally(lc_opt);
@@ -187,7 +187,7 @@ inline int Reply(am::Category category, gex_Token_t token,
   const char* call = SendCallName(category, false);
   Runtime& rt = Rt(call);
   am::Token* t = ReplyToken(call, token);
-  const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
+  const size_t max = MaxPayload(rt, category);
   if (ABSL_PREDICT_FALSE(nargs > am::kMaxArgs || nbytes > max)) {
     BadSend(call, rt, t->source, nargs, nbytes, max);
   }
@@ -200,14 +200,13 @@ inline int Reply(am::Category category, gex_Token_t token,
   if (category == am::Category::kLong) {
     local = LongTarget(call, rt, t->source, dest, nbytes);
   }
-  if (rt.net->SendReply(
-          ReplyTo(*t), ToNet(category), handler,
-          reinterpret_cast<const uint32_t*>(args), static_cast<uint8_t>(nargs),
-          src, nbytes, local, reinterpret_cast<uint64_t>(dest),
-          (flags & GEX_FLAG_IMMEDIATE) != 0) != pshm::SendStatus::kOk) {
+  if (core::Reply(rt, *t, category, handler,
+                  reinterpret_cast<const uint32_t*>(args),
+                  static_cast<uint8_t>(nargs), src, nbytes,
+                  reinterpret_cast<uint64_t>(dest), local,
+                  (flags & GEX_FLAG_IMMEDIATE) != 0) != am::SendStatus::kOk) {
     return 1;
   }
-  t->replied = true;
   if (category != am::Category::kShort) CompleteLocally(lc_opt);
   return 0;
 }
@@ -228,8 +227,9 @@ struct SrcDesc {
   void* addr = nullptr;  // gex_AM_SrcDescAddr.
   size_t size = 0;       // gex_AM_SrcDescSize.
   gex_Event_t* lc_opt = nullptr;
-  pshm::Reservation reservation;
+  core::PreparedMessage message;
   std::unique_ptr<unsigned char[]> bounce;  // Long GASNet buffer, lazily.
+  size_t bounce_size = 0;
 };
 
 thread_local SrcDesc tl_request_sd;
@@ -248,10 +248,9 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
                          gex_Flags_t flags, unsigned nargs) {
   const char* call = PrepareName(category, request);
   Runtime& rt = Rt(call);
-  const size_t max = category == am::Category::kLong ? kMaxLong : kMaxMedium;
+  const size_t max = MaxPayload(rt, category);
   if (request) {
-    const int32_t index = rank < rt.size ? rt.supernode->LocalIndex(rank) : -1;
-    if (index < 0 || nargs > am::kMaxArgs || least > max ||
+    if (rank >= rt.size || nargs > am::kMaxArgs || least > max ||
         am::HandlerContext::InHandler()) {
       BadSend(call, rt, rank, nargs, least, max);
     }
@@ -292,13 +291,11 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
   const uint8_t net_nargs = static_cast<uint8_t>(nargs);
   const size_t net_payload = category == am::Category::kMedium ? size : 0;
   const bool immediate = (flags & GEX_FLAG_IMMEDIATE) != 0;
-  if ((request ? rt.net->ReserveRequest(
-                     static_cast<uint32_t>(rt.supernode->LocalIndex(rank)),
-                     ToNet(category), net_nargs, net_payload, immediate,
-                     &sd.reservation)
-               : rt.net->ReserveReply(
-                     ReplyTo(*token), ToNet(category), net_nargs, net_payload,
-                     immediate, &sd.reservation)) != pshm::SendStatus::kOk) {
+  if ((request ? core::ReserveRequest(rt, rank, category, net_nargs,
+                                      net_payload, immediate, &sd.message)
+               : core::ReserveReply(rt, *token, category, net_nargs,
+                                    net_payload, immediate, &sd.message)) !=
+      am::SendStatus::kOk) {
     return GEX_AM_SRCDESC_NO_OP;
   }
   sd.in_use = true;
@@ -313,12 +310,15 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
   if (client_buf != nullptr) {
     sd.addr = const_cast<void*>(client_buf);
   } else if (category == am::Category::kMedium) {
-    sd.addr = sd.reservation.payload;
+    sd.addr = sd.message.payload();
   } else {
     // A Long's GASNet buffer is a bounce buffer of this thread's, copied to
     // the destination at Commit: what the client writes beyond nbytes, or
     // into a cancelled message, must not reach the target.
-    if (sd.bounce == nullptr) sd.bounce.reset(new unsigned char[kMaxLong]);
+    if (sd.bounce_size < max) {
+      sd.bounce.reset(new unsigned char[max]);
+      sd.bounce_size = max;
+    }
     sd.addr = sd.bounce.get();
   }
   return reinterpret_cast<gex_AM_SrcDesc_t>(&sd);
@@ -362,21 +362,20 @@ void Commit(const char* call, gex_AM_SrcDesc_t handle, bool request,
     FatalErrorF("%s: %u arguments, but %u were prepared", call, nargs,
                 sd.nargs);
   }
-  if (!request) {
-    ReplyToken(call, reinterpret_cast<gex_Token_t>(sd.token))->replied = true;
-  }
+  // Still allowed to reply (core::Commit marks the token replied).
+  if (!request) ReplyToken(call, reinterpret_cast<gex_Token_t>(sd.token));
   uint64_t long_dest = 0;
+  void* local = nullptr;
   if (category == am::Category::kMedium) {
     if (sd.client_buf != nullptr && nbytes != 0) {
-      std::memcpy(sd.reservation.payload, sd.client_buf, nbytes);
+      std::memcpy(sd.message.payload(), sd.client_buf, nbytes);
     }
   } else {
-    void* local = LongTarget(call, rt, sd.rank, dest, nbytes);
-    if (nbytes != 0 && local != sd.addr) std::memmove(local, sd.addr, nbytes);
+    local = LongTarget(call, rt, sd.rank, dest, nbytes);
     long_dest = reinterpret_cast<uint64_t>(dest);
   }
-  rt.net->Commit(sd.reservation, handler,
-                 reinterpret_cast<const uint32_t*>(args), nbytes, long_dest);
+  core::Commit(rt, sd.message, handler, reinterpret_cast<const uint32_t*>(args),
+               nbytes, sd.addr, long_dest, local);
   sd.in_use = false;
   if (sd.client_buf != nullptr) CompleteLocally(sd.lc_opt);
 }
@@ -385,48 +384,48 @@ int Cancel(const char* call, gex_AM_SrcDesc_t handle, bool request,
            am::Category category) {
   Runtime& rt = Rt(call);
   SrcDesc& sd = CheckedSd(call, handle, request, category);
-  rt.net->Cancel(sd.reservation);
+  core::Cancel(rt, sd.message);
   sd.in_use = false;
   return GASNET_OK;
 }
 
 }  // namespace
-}  // namespace gex::api
+}  // namespace gexrt::api
 
-using gex::am::Category;
-using gex::api::Commit;
-using gex::api::Prepare;
-using gex::api::Reply;
-using gex::api::Request;
+using gexrt::am::Category;
+using gexrt::api::Commit;
+using gexrt::api::Prepare;
+using gexrt::api::Reply;
+using gexrt::api::Request;
 
 extern "C" {
 
 int gex_EP_RegisterHandlers(gex_EP_t ep, gex_AM_Entry_t* table,
                             size_t numentries) {
   static constexpr char kCall[] = "gex_EP_RegisterHandlers";
-  gex::api::Runtime& rt = gex::api::RuntimeFor(kCall);
+  gexrt::api::Runtime& rt = gexrt::api::RuntimeFor(kCall);
   if (ep != &rt.ep || (table == nullptr && numentries != 0)) {
-    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
-                                 "ep is not this client's endpoint or the "
-                                 "table is NULL");
+    return gexrt::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
+                                   "ep is not this client's endpoint or the "
+                                   "table is NULL");
   }
   const absl::Status s = rt.handlers.Register(
-      reinterpret_cast<gex::am::Entry*>(table), numentries, false);
+      reinterpret_cast<gexrt::am::Entry*>(table), numentries, false);
   if (!s.ok()) {
-    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
-                                 std::string(s.message()));
+    return gexrt::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
+                                   std::string(s.message()));
   }
   return GASNET_OK;
 }
 
 gex_TI_t gex_Token_Info(gex_Token_t token, gex_Token_Info_t* info,
                         gex_TI_t mask) {
-  const auto* t = reinterpret_cast<const gex::am::Token*>(token);
+  const auto* t = reinterpret_cast<const gexrt::am::Token*>(token);
   if (t == nullptr || info == nullptr) {
-    gex::FatalError("gex_Token_Info: NULL token or info");
+    gexrt::FatalError("gex_Token_Info: NULL token or info");
   }
   if (mask & GEX_TI_SRCRANK) info->gex_srcrank = t->source;
-  if (mask & GEX_TI_EP) info->gex_ep = &gex::api::g_runtime->ep;
+  if (mask & GEX_TI_EP) info->gex_ep = &gexrt::api::g_runtime->ep;
   if (mask & GEX_TI_ENTRY) {
     info->gex_entry = reinterpret_cast<const gex_AM_Entry_t*>(t->entry);
   }
@@ -435,34 +434,44 @@ gex_TI_t gex_Token_Info(gex_Token_t token, gex_Token_Info_t* info,
   return mask & GEX_TI_ALL;
 }
 
-unsigned int gex_AM_MaxArgs(void) { return gex::am::kMaxArgs; }
-size_t gex_AM_LUBRequestMedium(void) { return gex::api::kMaxMedium; }
-size_t gex_AM_LUBReplyMedium(void) { return gex::api::kMaxMedium; }
-size_t gex_AM_LUBRequestLong(void) { return gex::api::kMaxLong; }
-size_t gex_AM_LUBReplyLong(void) { return gex::api::kMaxLong; }
+unsigned int gex_AM_MaxArgs(void) { return gexrt::am::kMaxArgs; }
+// The least upper bounds hold for every destination: what core::Init took
+// from PSHM and the conduit (before gex_Client_Init, PSHM's alone).
+static size_t LubMedium() {
+  const gexrt::api::Runtime* rt = gexrt::api::g_runtime;
+  return rt != nullptr ? rt->max_medium : gexrt::core::kSharedMaxPayload;
+}
+static size_t LubLong() {
+  const gexrt::api::Runtime* rt = gexrt::api::g_runtime;
+  return rt != nullptr ? rt->max_long : gexrt::core::kSharedMaxPayload;
+}
+size_t gex_AM_LUBRequestMedium(void) { return LubMedium(); }
+size_t gex_AM_LUBReplyMedium(void) { return LubMedium(); }
+size_t gex_AM_LUBRequestLong(void) { return LubLong(); }
+size_t gex_AM_LUBReplyLong(void) { return LubLong(); }
 size_t gex_AM_MaxRequestMedium(gex_TM_t, gex_Rank_t, const gex_Event_t*,
                                gex_Flags_t, unsigned int) {
-  return gex::api::kMaxMedium;
+  return LubMedium();
 }
 size_t gex_AM_MaxReplyMedium(gex_TM_t, gex_Rank_t, const gex_Event_t*,
                              gex_Flags_t, unsigned int) {
-  return gex::api::kMaxMedium;
+  return LubMedium();
 }
 size_t gex_AM_MaxRequestLong(gex_TM_t, gex_Rank_t, const gex_Event_t*,
                              gex_Flags_t, unsigned int) {
-  return gex::api::kMaxLong;
+  return LubLong();
 }
 size_t gex_AM_MaxReplyLong(gex_TM_t, gex_Rank_t, const gex_Event_t*,
                            gex_Flags_t, unsigned int) {
-  return gex::api::kMaxLong;
+  return LubLong();
 }
 size_t gex_Token_MaxReplyMedium(gex_Token_t, const gex_Event_t*, gex_Flags_t,
                                 unsigned int) {
-  return gex::api::kMaxMedium;
+  return LubMedium();
 }
 size_t gex_Token_MaxReplyLong(gex_Token_t, const gex_Event_t*, gex_Flags_t,
                               unsigned int) {
-  return gex::api::kMaxLong;
+  return LubLong();
 }
 
 int _gex_AM_RequestShortV(gex_TM_t tm, gex_Rank_t rank, gex_AM_Index_t h,
@@ -515,7 +524,8 @@ gex_AM_SrcDesc_t gex_AM_PrepareReplyMedium(gex_Token_t token,
                                            size_t most, gex_Event_t* lc_opt,
                                            gex_Flags_t flags,
                                            unsigned int nargs) {
-  gex::am::Token* t = gex::api::ReplyToken("gex_AM_PrepareReplyMedium", token);
+  gexrt::am::Token* t =
+      gexrt::api::ReplyToken("gex_AM_PrepareReplyMedium", token);
   return Prepare(Category::kMedium, false, t->source, t, client_buf, least,
                  most, nullptr, lc_opt, flags, nargs);
 }
@@ -533,16 +543,17 @@ gex_AM_SrcDesc_t gex_AM_PrepareReplyLong(gex_Token_t token,
                                          size_t most, void* dest,
                                          gex_Event_t* lc_opt, gex_Flags_t flags,
                                          unsigned int nargs) {
-  gex::am::Token* t = gex::api::ReplyToken("gex_AM_PrepareReplyLong", token);
+  gexrt::am::Token* t =
+      gexrt::api::ReplyToken("gex_AM_PrepareReplyLong", token);
   return Prepare(Category::kLong, false, t->source, t, client_buf, least, most,
                  dest, lc_opt, flags, nargs);
 }
 
 void* gex_AM_SrcDescAddr(gex_AM_SrcDesc_t sd) {
-  return gex::api::PreparedSd("gex_AM_SrcDescAddr", sd).addr;
+  return gexrt::api::PreparedSd("gex_AM_SrcDescAddr", sd).addr;
 }
 size_t gex_AM_SrcDescSize(gex_AM_SrcDesc_t sd) {
-  return gex::api::PreparedSd("gex_AM_SrcDescSize", sd).size;
+  return gexrt::api::PreparedSd("gex_AM_SrcDescSize", sd).size;
 }
 
 void _gex_AM_CommitRequestMediumV(gex_AM_SrcDesc_t sd, gex_AM_Index_t h,
@@ -571,19 +582,20 @@ void _gex_AM_CommitReplyLongV(gex_AM_SrcDesc_t sd, gex_AM_Index_t h,
 }
 
 int gex_AM_CancelRequestMedium(gex_AM_SrcDesc_t sd, gex_Flags_t) {
-  return gex::api::Cancel("gex_AM_CancelRequestMedium", sd, true,
-                          Category::kMedium);
+  return gexrt::api::Cancel("gex_AM_CancelRequestMedium", sd, true,
+                            Category::kMedium);
 }
 int gex_AM_CancelReplyMedium(gex_AM_SrcDesc_t sd, gex_Flags_t) {
-  return gex::api::Cancel("gex_AM_CancelReplyMedium", sd, false,
-                          Category::kMedium);
+  return gexrt::api::Cancel("gex_AM_CancelReplyMedium", sd, false,
+                            Category::kMedium);
 }
 int gex_AM_CancelRequestLong(gex_AM_SrcDesc_t sd, gex_Flags_t) {
-  return gex::api::Cancel("gex_AM_CancelRequestLong", sd, true,
-                          Category::kLong);
+  return gexrt::api::Cancel("gex_AM_CancelRequestLong", sd, true,
+                            Category::kLong);
 }
 int gex_AM_CancelReplyLong(gex_AM_SrcDesc_t sd, gex_Flags_t) {
-  return gex::api::Cancel("gex_AM_CancelReplyLong", sd, false, Category::kLong);
+  return gexrt::api::Cancel("gex_AM_CancelReplyLong", sd, false,
+                            Category::kLong);
 }
 
 }  // extern "C"

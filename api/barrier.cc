@@ -6,9 +6,10 @@
 #include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "core/router.h"
 #include "pshm/supernode.h"
 
-namespace gex::api {
+namespace gexrt::api {
 namespace {
 
 // Argument 0: the barrier's slot | round << 8; 1: flags; 2: the name.
@@ -54,11 +55,11 @@ void Barrier::Init(Runtime* rt) {
   const absl::Status s = rt->handlers.Register(&entry, 1, /*internal=*/true);
   if (!s.ok()) FatalErrorF("barrier: %s", s.message());
   handler_index_ = entry.index;
+  rt->progress.Add(
+      [](void* barrier) { static_cast<Barrier*>(barrier)->Progress(); }, this);
 }
 
 void Barrier::AttachShared() {
-  // The supernode's objects: the network (0), segments (1), this (2).
-  static constexpr uint32_t kBarrierSerial = 2;
   Bootstrap& bootstrap = *rt_->bootstrap;
   const pshm::Supernode& sn = *rt_->supernode;
   members_ = static_cast<uint32_t>(sn.members().size());
@@ -74,8 +75,9 @@ void Barrier::AttachShared() {
   leader_ = my_index_ == group_first_;
   flags_per_slot_ = members_ + groups;
 
-  absl::StatusOr<pshm::SharedObject> shared = pshm::ShareWithSupernode(
-      bootstrap, sn, kBarrierSerial, sizeof(Flag) * kSlots * flags_per_slot_);
+  absl::StatusOr<pshm::SharedObject> shared =
+      pshm::ShareWithSupernode(bootstrap, sn, pshm::SharedSerial::kBarrier,
+                               sizeof(Flag) * kSlots * flags_per_slot_);
   if (!shared.ok()) FatalErrorF("barrier: %s", shared.status().message());
   object_ = *std::move(shared);
   area_ = static_cast<Flag*>(object_.address());
@@ -226,9 +228,9 @@ void Barrier::SendRound(const Send& s) {
   const uint32_t args[3] = {(s.number % kSlots) | (s.round << 8),
                             static_cast<uint32_t>(flags),
                             static_cast<uint32_t>(s.value.id)};
-  rt_->net->SendRequest(rt_->supernode->LocalIndex(peer),
-                        pshm::Category::kShort, handler_index_, args, 3,
-                        nullptr, 0, nullptr, 0, /*immediate=*/false);
+  // Leaders of other supernodes: the router picks PSHM or the conduit.
+  core::Request(*rt_, peer, am::Category::kShort, handler_index_, args, 3,
+                nullptr, 0, 0, nullptr, /*immediate=*/false);
 }
 
 bool Barrier::Finish(gex_Event_t handle, Value* result) {
@@ -259,4 +261,4 @@ bool Barrier::TestEvent(gex_Event_opaque* e) {
   return event->barrier->Finish(event, &ignored);
 }
 
-}  // namespace gex::api
+}  // namespace gexrt::api

@@ -36,7 +36,7 @@
 #include "gasnetex.h"
 #include "pshm/shared_object.h"
 
-namespace gex::api {
+namespace gexrt::api {
 
 class Runtime;
 
@@ -156,6 +156,6 @@ class Barrier {
   std::vector<Event*> free_events_;
 };
 
-}  // namespace gex::api
+}  // namespace gexrt::api
 
 #endif  // GEX_API_BARRIER_H_

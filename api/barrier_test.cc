@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex::api {
+namespace gexrt::api {
 namespace {
 
 using V = Barrier::Value;
@@ -47,4 +47,4 @@ TEST(BarrierMergeTest, OrderAndRepetitionDoNotMatter) {
 }
 
 }  // namespace
-}  // namespace gex::api
+}  // namespace gexrt::api

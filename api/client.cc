@@ -7,86 +7,26 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "am/invoke.h"
 #include "am/token.h"
+#include "api/client_init.h"
 #include "api/coll.h"
-#include "api/driver.h"
 #include "api/event.h"
-#include "api/exit.h"
 #include "api/rma.h"
 #include "api/runtime.h"
 #include "base/atomic.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
-#include "base/job_rank.h"
-#include "bootstrap/create_bootstrap.h"
-#include "bootstrap/launcher_bootstrap.h"
-#include "bootstrap/node_map.h"
-#include "bootstrap/spawn/launcher.h"
+#include "core/exit.h"
+#include "core/runtime.h"
 #include "exit/graceful_exit.h"
-#include "pshm/shared_object.h"
 
-namespace gex::api {
-namespace {
-
-void Dispatch(void* context, const pshm::Message& m);
-
-// Started directly (no launcher) with GASNET_PSHM_NODES=N > 1: this
-// process becomes the job's launcher, running the program N times with
-// the fork spawner, and exits with the job's code. Ranks find the
-// launcher's variables and never come here.
-void MaybeStartPshmNodes(const Driver& driver, int* argc, char*** argv) {
-  if (LauncherBootstrap::Present() || std::getenv("PMIX_RANK") != nullptr) {
-    return;
-  }
-  const int64_t nodes = env::GetInt("GASNET_PSHM_NODES", 1, 1, 1 << 20);
-  if (nodes <= 1) return;
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) {
-    FatalError(
-        "GASNET_PSHM_NODES: cannot find this program (/proc/self/exe) to "
-        "start its ranks");
-  }
-  exe[n] = '\0';
-  std::vector<std::string> args = {absl::StrFormat("gasnetrun_%s", driver.name),
-                                   "-n", std::to_string(nodes), "--", exe};
-  if (argc != nullptr && argv != nullptr && *argv != nullptr) {
-    for (int i = 1; i < *argc; ++i) args.emplace_back((*argv)[i]);
-  } else {
-    // No argv given to init: the program's arguments from the kernel.
-    FILE* f = std::fopen("/proc/self/cmdline", "r");
-    std::string all;
-    if (f != nullptr) {
-      char buf[4096];
-      size_t got;
-      while ((got = std::fread(buf, 1, sizeof buf, f)) > 0)
-        all.append(buf, got);
-      std::fclose(f);
-    }
-    size_t pos = all.find('\0');  // Skip argv[0].
-    while (pos != std::string::npos && pos + 1 < all.size()) {
-      const size_t end = all.find('\0', pos + 1);
-      args.push_back(all.substr(pos + 1, end - pos - 1));
-      pos = end;
-    }
-  }
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  spawn::ConduitLauncher launcher;
-  launcher.conduit = driver.name;
-  launcher.cleanup = &pshm::RemoveJobObjects;
-  std::fflush(nullptr);
-  std::exit(spawn::GasnetrunMain(static_cast<int>(cargs.size() - 1),
-                                 cargs.data(), launcher));
-}
-
-}  // namespace
+namespace gexrt::api {
 
 Runtime& RuntimeFor(const char* call) {
   Runtime* rt = g_runtime;
@@ -94,29 +34,6 @@ Runtime& RuntimeFor(const char* call) {
     FatalErrorF("%s: called before gex_Client_Init (or gasnet_init)", call);
   }
   return *rt;
-}
-
-int Progress(Runtime& rt) {
-  const int delivered = rt.net->Poll();
-  // Their progress sends Requests, which a handler must not (a Test call
-  // made from one only polls).
-  if (!am::HandlerContext::InHandler()) {
-    rt.barrier.Progress();
-    CollProgress();
-  }
-  return delivered;
-}
-
-void WaitProgress(Runtime& rt) {
-  const int delivered = Progress(rt);
-  if (rt.polite) {
-    sched_yield();
-  } else if (delivered == 0) {
-    // Spacing out the looks at an empty queue leaves the line a peer is
-    // writing its message or reply into with that peer, rather than
-    // pulling it back and forth while the message is still being written.
-    CpuRelax();
-  }
 }
 
 int ReportError(const char* call, int code, const std::string& message) {
@@ -127,9 +44,9 @@ int ReportError(const char* call, int code, const std::string& message) {
   return code;
 }
 
-int ClientInit(const InitOptions& options, gex_Client_t* client_p,
-               gex_EP_t* ep_p, gex_TM_t* tm_p, const char* client_name,
-               int* argc, char*** argv, gex_Flags_t flags) {
+int ClientInit(InitOptions options, gex_Client_t* client_p, gex_EP_t* ep_p,
+               gex_TM_t* tm_p, const char* client_name, int* argc, char*** argv,
+               gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_Client_Init";
   if (g_runtime != nullptr) {
     return ReportError(kCall, GASNET_ERR_RESOURCE,
@@ -139,41 +56,21 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
     return ReportError(kCall, GASNET_ERR_BAD_ARG,
                        "client_p, ep_p and tm_p must not be NULL");
   }
-  MaybeStartPshmNodes(*options.driver, argc, argv);
-
   auto rt = std::make_unique<Runtime>();
-  rt->driver = options.driver;
-  rt->thread_safe = options.thread_safe;
-  rt->bootstrap = CreateBootstrap();
-  rt->rank = rt->bootstrap->rank();
-  rt->size = rt->bootstrap->size();
-  rt->map.emplace(DiscoverNodeMap(*rt->bootstrap));
-  if (options.driver->check_job != nullptr) {
-    const absl::Status s = options.driver->check_job(*rt->map);
-    if (!s.ok()) {
-      // Every rank sees the same map, so every rank stops here.
-      FatalErrorF("%s: %s", kCall, s.message());
-    }
-  }
+  core::InitOptions core_options;
+  core_options.conduit = std::move(options.conduit);
+  core_options.thread_safe = options.thread_safe;
+  core_options.argc = argc;
+  core_options.argv = argv;
+  core::Init(*rt, std::move(core_options), kCall);
   g_runtime = rt.get();
   rt->barrier.Init(rt.get());
-  pshm::Supernode::Options sn;
-  sn.dispatcher = &Dispatch;
-  sn.context = rt.get();
-  sn.thread_safe = options.thread_safe;
-  auto supernode = pshm::Supernode::Create(*rt->bootstrap, *rt->map, sn);
-  if (!supernode.ok()) {
-    FatalErrorF("%s: %s", kCall, supernode.status().message());
-  }
-  rt->supernode = *std::move(supernode);
-  rt->net = &rt->supernode->network();
   // Registers the RMA engine's internal handlers: before any message can
   // be dispatched (nothing polls before gex_Client_Init returns).
   RmaInit(*rt);
   CollInit(*rt);
   rt->barrier.AttachShared();  // Collective: the supernode's barrier flags.
-  rt->polite = rt->map->MyHostIsOversubscribed();
-  ExitInit(*rt);  // Collective: the exit cells; signals and on_exit.
+  core::ExitInit(*rt);  // Collective: the exit cells; signals and on_exit.
 
   for (Rank r : rt->map->my_host_members()) rt->host_ranks.push_back(r);
   for (Rank r : rt->map->my_supernode_members()) rt->nbrhd_ranks.push_back(r);
@@ -193,58 +90,12 @@ int ClientInit(const InitOptions& options, gex_Client_t* client_p,
   return GASNET_OK;
 }
 
-// Runs one arrived message's handler.
-namespace {
+}  // namespace gexrt::api
 
-[[noreturn]] void BadMessage(const pshm::Message& m, const std::string& why) {
-  FatalErrorF("%s from rank %u to rank %u: %s",
-              SendCallName(static_cast<am::Category>(m.category),
-                           m.channel == pshm::Channel::kRequest),
-              m.source, g_runtime->rank, why);
-}
-
-void Dispatch(void* context, const pshm::Message& m) {
-  Runtime& rt = *static_cast<Runtime*>(context);
-  const am::Entry* entry = rt.handlers.Find(m.handler);
-  const auto category = static_cast<am::Category>(m.category);
-  const bool is_request = m.channel == pshm::Channel::kRequest;
-  // The job is exiting: client handlers no longer run.
-  if (ABSL_PREDICT_FALSE(m.handler >= am::kClientIndexBase &&
-                         rt.handlers.client_handlers_disabled())) {
-    return;
-  }
-  if (ABSL_PREDICT_FALSE(entry == nullptr)) {
-    BadMessage(m, absl::StrFormat("handler index %u is not registered "
-                                  "there (gex_EP_RegisterHandlers)",
-                                  m.handler));
-  }
-  const uint32_t need = am::CategoryFlag(category) |
-                        (is_request ? am::kFlagRequest : am::kFlagReply);
-  if (ABSL_PREDICT_FALSE(
-          (entry->flags & need) != need ||
-          (entry->nargs != m.nargs && entry->nargs != am::kAnyArgs))) {
-    BadMessage(
-        m, am::HandlerTable::Mismatch(*entry, category, is_request, m.nargs));
-  }
-  am::Token token;
-  token.source = m.source;
-  token.source_index = m.source_index;
-  token.entry = entry;
-  token.is_request = is_request;
-  token.is_long = category == am::Category::kLong;
-  token.reply = m.reply;
-  am::HandlerContext::Scope scope(&token);
-  am::Invoke(entry->fn, category, &token, m.payload, m.payload_len, m.nargs,
-             reinterpret_cast<const int32_t*>(m.args));
-}
-
-}  // namespace
-}  // namespace gex::api
-
-using gex::api::g_runtime;
-using gex::api::ReportError;
-using gex::api::Runtime;
-using gex::api::RuntimeFor;
+using gexrt::api::g_runtime;
+using gexrt::api::ReportError;
+using gexrt::api::Runtime;
+using gexrt::api::RuntimeFor;
 
 // ---------------------------------------------------------------------------
 // Object queries.
@@ -270,21 +121,21 @@ int gex_Segment_Attach(gex_Segment_t* segment_p, gex_TM_t tm,
     return ReportError(kCall, GASNET_ERR_BAD_ARG,
                        "segment_p is NULL or tm is not this client's team");
   }
-  if (gex::am::HandlerContext::InHandler()) {
-    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  if (gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
   if (rt.attached) {
     return ReportError(kCall, GASNET_ERR_RESOURCE,
                        "the endpoint already has a segment");
   }
-  const absl::Status s = rt.supernode->AttachSegment(*rt.bootstrap, length);
+  const absl::Status s = gexrt::core::AttachSegment(rt, length);
   if (!s.ok()) {
     return ReportError(kCall, GASNET_ERR_RESOURCE, std::string(s.message()));
   }
   rt.attached = true;
-  rt.segment.addr = rt.supernode->my_segment();
-  rt.segment.size = rt.supernode->segment(rt.rank).size;
-  if (rt.segment.size == 0) rt.segment.addr = nullptr;
+  const gexrt::rma::SegmentEntry mine = rt.segments.segment(rt.rank);
+  rt.segment.addr = mine.size == 0 ? nullptr : mine.local;
+  rt.segment.size = mine.size;
   rt.ep.segment = &rt.segment;
   RmaSegmentsAttached(rt);
   *segment_p = &rt.segment;
@@ -315,20 +166,20 @@ gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
   static constexpr char kCall[] = "gex_EP_QueryBoundSegmentNB";
   Runtime& rt = RuntimeFor(kCall);
   if (rank >= rt.size) {
-    gex::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall, rank,
-                     rt.size);
+    gexrt::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall, rank,
+                       rt.size);
   }
   if (!rt.attached) {
-    gex::FatalErrorF("%s: no segment is attached yet (gex_Segment_Attach)",
-                     kCall);
+    gexrt::FatalErrorF("%s: no segment is attached yet (gex_Segment_Attach)",
+                       kCall);
   }
-  const gex::pshm::Supernode::Segment s = rt.supernode->segment(rank);
+  const gexrt::rma::SegmentEntry s = rt.segments.segment(rank);
   if (owneraddr_p != nullptr) {
     *owneraddr_p = s.size == 0 ? nullptr : reinterpret_cast<void*>(s.base);
   }
   if (localaddr_p != nullptr) {
-    *localaddr_p =
-        s.size == 0 ? nullptr : rt.supernode->Translate(rank, s.base, 0);
+    // Null for a segment not mapped here (a rank off this supernode).
+    *localaddr_p = s.size == 0 ? nullptr : s.local;
   }
   if (size_p != nullptr) *size_p = s.size;
   (void)tm;
@@ -349,7 +200,7 @@ gex_Rank_t gex_TM_QuerySize(gex_TM_t) {
 gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t, gex_Rank_t rank) {
   Runtime& rt = RuntimeFor("gex_TM_TranslateRankToJobrank");
   if (rank >= rt.size) {
-    gex::FatalErrorF(
+    gexrt::FatalErrorF(
         "gex_TM_TranslateRankToJobrank: rank %u is not in the team (size %u)",
         rank, rt.size);
   }
@@ -398,7 +249,7 @@ void gex_System_QueryMyPosition(gex_Rank_t* nbrhd_set_size_p,
                                 gex_Rank_t* host_set_size_p,
                                 gex_Rank_t* host_set_rank_p) {
   Runtime& rt = RuntimeFor("gex_System_QueryMyPosition");
-  const gex::RankPlace& me = rt.map->my_place();
+  const gexrt::RankPlace& me = rt.map->my_place();
   if (nbrhd_set_size_p != nullptr) {
     *nbrhd_set_size_p = rt.map->supernode_count();
   }
@@ -424,17 +275,17 @@ int gex_System_GetVerboseErrors(void) {
 // Progress and events.
 
 int gasnet_AMPoll(void) {
-  gex::api::Progress(RuntimeFor("gasnet_AMPoll"));
+  gexrt::api::Progress(RuntimeFor("gasnet_AMPoll"));
   return GASNET_OK;
 }
 
 void _gex_PollForWait(void) {
-  gex::api::WaitProgress(RuntimeFor("GASNET_BLOCKUNTIL"));
+  gexrt::api::WaitProgress(RuntimeFor("GASNET_BLOCKUNTIL"));
 }
 
 static bool EventDone(const char* call, gex_Event_t e) {
   if (e == GEX_EVENT_INVALID || e == GEX_EVENT_NO_OP) return true;
-  gex::api::CheckLiveEvent(call, e);
+  gexrt::api::CheckLiveEvent(call, e);
   return e->test(e);
 }
 
@@ -448,10 +299,11 @@ int gex_Event_Test(gex_Event_t event) {
 void gex_Event_Wait(gex_Event_t event) {
   Runtime& rt = RuntimeFor("gex_Event_Wait");
   if (event != GEX_EVENT_INVALID && event != GEX_EVENT_NO_OP &&
-      gex::am::HandlerContext::InHandler()) {
-    gex::FatalError("gex_Event_Wait: called from an AM handler (it may block)");
+      gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalError(
+        "gex_Event_Wait: called from an AM handler (it may block)");
   }
-  while (!EventDone("gex_Event_Wait", event)) gex::api::WaitProgress(rt);
+  while (!EventDone("gex_Event_Wait", event)) gexrt::api::WaitProgress(rt);
 }
 
 // The array forms; `call` names the C API call for messages.
@@ -496,7 +348,7 @@ void gex_Event_WaitSome(gex_Event_t* events, size_t n, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Event_WaitSome";
   Runtime& rt = RuntimeFor(kCall);
   while (TestSome(kCall, events, n) != GASNET_OK) {
-    gex::api::WaitProgress(rt);
+    gexrt::api::WaitProgress(rt);
   }
 }
 
@@ -504,7 +356,7 @@ void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Event_WaitAll";
   Runtime& rt = RuntimeFor(kCall);
   while (TestAll(kCall, events, n) != GASNET_OK) {
-    gex::api::WaitProgress(rt);
+    gexrt::api::WaitProgress(rt);
   }
 }
 
@@ -514,9 +366,10 @@ void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t) {
 gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_BarrierNB";
   Runtime& rt = RuntimeFor(kCall);
-  if (tm != &rt.tm) gex::FatalErrorF("%s: tm is not this client's team", kCall);
-  if (gex::am::HandlerContext::InHandler()) {
-    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  if (tm != &rt.tm)
+    gexrt::FatalErrorF("%s: tm is not this client's team", kCall);
+  if (gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
   return rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false);
 }
@@ -524,14 +377,15 @@ gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
 void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_Coll_BarrierBlocking";
   Runtime& rt = RuntimeFor(kCall);
-  if (tm != &rt.tm) gex::FatalErrorF("%s: tm is not this client's team", kCall);
-  if (gex::am::HandlerContext::InHandler()) {
-    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  if (tm != &rt.tm)
+    gexrt::FatalErrorF("%s: tm is not this client's team", kCall);
+  if (gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
   const gex_Event_t event =
       rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false);
-  gex::api::Barrier::Value result;
-  while (!rt.barrier.Finish(event, &result)) gex::api::WaitProgress(rt);
+  gexrt::api::Barrier::Value result;
+  while (!rt.barrier.Finish(event, &result)) gexrt::api::WaitProgress(rt);
   (void)flags;
 }
 
@@ -540,23 +394,23 @@ void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
 
 void gex_HSL_Init(gex_HSL_t* hsl) {
   if (int e = pthread_mutex_init(&hsl->gex_mutex, nullptr); e != 0) {
-    gex::FatalErrorF("gex_HSL_Init: %s", std::strerror(e));
+    gexrt::FatalErrorF("gex_HSL_Init: %s", std::strerror(e));
   }
 }
 void gex_HSL_Destroy(gex_HSL_t* hsl) {
   if (int e = pthread_mutex_destroy(&hsl->gex_mutex); e != 0) {
-    gex::FatalErrorF("gex_HSL_Destroy: %s (is it held?)", std::strerror(e));
+    gexrt::FatalErrorF("gex_HSL_Destroy: %s (is it held?)", std::strerror(e));
   }
 }
 void gex_HSL_Lock(gex_HSL_t* hsl) {
   if (int e = pthread_mutex_lock(&hsl->gex_mutex); e != 0) {
-    gex::FatalErrorF("gex_HSL_Lock: %s", std::strerror(e));
+    gexrt::FatalErrorF("gex_HSL_Lock: %s", std::strerror(e));
   }
 }
 void gex_HSL_Unlock(gex_HSL_t* hsl) {
   if (int e = pthread_mutex_unlock(&hsl->gex_mutex); e != 0) {
-    gex::FatalErrorF("gex_HSL_Unlock: %s (not held by this thread?)",
-                     std::strerror(e));
+    gexrt::FatalErrorF("gex_HSL_Unlock: %s (not held by this thread?)",
+                       std::strerror(e));
   }
 }
 int gex_HSL_Trylock(gex_HSL_t* hsl) {
@@ -609,7 +463,7 @@ const char* gasnet_ErrorDesc(int errval) {
 void gasnet_exit(int exitcode) {
   // The whole job ends with `exitcode` (exit/graceful_exit.h): collective
   // when every rank calls it, else the others are asked to follow.
-  gex::exit::ExitJob(exitcode);
+  gexrt::exit::ExitJob(exitcode);
 }
 
 }  // extern "C"

@@ -10,15 +10,13 @@
 #include "am/token.h"
 #include "api/runtime.h"
 #include "base/fatal.h"
-#include "pshm/queue_layout.h"
+#include "core/router.h"
 
-namespace gex::api {
+namespace gexrt::api {
 namespace {
 
 Collectives* g_coll = nullptr;  // Lives until exit.
 
-// The most sent in one message.
-constexpr size_t kPiece = pshm::kMaxMedium;
 // Sends one Advance may hand out: one record's worst case is a child
 // result up plus one send per broadcast child.
 constexpr size_t kMaxSends = 2 * Collectives::kMaxChildren + 2;
@@ -422,20 +420,19 @@ void Collectives::SendAll(const Send& s) {
   // The record's number and call do not change while it has sends.
   const uint64_t total = s.record->call.nbytes;
   const auto* data = static_cast<const unsigned char*>(s.data);
-  const uint32_t dest =
-      static_cast<uint32_t>(rt_->supernode->LocalIndex(s.peer));
-  for (uint64_t offset = 0; offset < total; offset += kPiece) {
+  // Pieces of the largest Medium every destination takes.
+  const size_t piece = rt_->max_medium;
+  for (uint64_t offset = 0; offset < total; offset += piece) {
     const size_t len =
-        static_cast<size_t>(total - offset < kPiece ? total - offset : kPiece);
+        static_cast<size_t>(total - offset < piece ? total - offset : piece);
     const uint32_t args[6] = {s.record->seq,
                               s.tag,
                               static_cast<uint32_t>(offset),
                               static_cast<uint32_t>(offset >> 32),
                               static_cast<uint32_t>(total),
                               static_cast<uint32_t>(total >> 32)};
-    rt_->net->SendRequest(dest, pshm::Category::kMedium, handler_index_, args,
-                          6, data + offset, len, nullptr, 0,
-                          /*immediate=*/false);
+    core::Request(*rt_, s.peer, am::Category::kMedium, handler_index_, args, 6,
+                  data + offset, len, 0, nullptr, /*immediate=*/false);
   }
 }
 
@@ -453,10 +450,8 @@ bool Collectives::TestEvent(gex_Event_opaque* e) {
 void CollInit(Runtime& rt) {
   g_coll = new Collectives;
   g_coll->Init(&rt);
-}
-
-void CollProgress() {
-  if (g_coll != nullptr) g_coll->Progress();
+  rt.progress.Add(
+      [](void* coll) { static_cast<Collectives*>(coll)->Progress(); }, g_coll);
 }
 
 // ---------------------------------------------------------------------------
@@ -674,29 +669,29 @@ gex_Event_t StartReduction(Collectives::Kind kind, Rank root, void* dst,
 }
 
 }  // namespace
-}  // namespace gex::api
+}  // namespace gexrt::api
 
-using gex::api::Collectives;
-using gex::api::CollRuntime;
+using gexrt::api::Collectives;
+using gexrt::api::CollRuntime;
 
 extern "C" {
 
 gex_Event_t gex_Coll_BroadcastNB(gex_TM_t tm, gex_Rank_t root, void* dst,
                                  const void* src, size_t nbytes, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_BroadcastNB";
-  gex::api::Runtime& rt = CollRuntime(kCall, tm);
-  gex::api::CheckRoot(kCall, root, rt);
-  gex::api::CheckSize(kCall, "nbytes", nbytes);
+  gexrt::api::Runtime& rt = CollRuntime(kCall, tm);
+  gexrt::api::CheckRoot(kCall, root, rt);
+  gexrt::api::CheckSize(kCall, "nbytes", nbytes);
   if (nbytes == 0) return GEX_EVENT_INVALID;
-  gex::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  if (rt.rank == root) gex::api::CheckBuffer(kCall, "src", src, nbytes);
+  gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
+  if (rt.rank == root) gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
   Collectives::Call call;
   call.kind = Collectives::Kind::kBroadcast;
   call.root = root;
   call.dst = dst;
   call.src = src;
   call.nbytes = nbytes;
-  return gex::api::g_coll->Start(call);
+  return gexrt::api::g_coll->Start(call);
 }
 
 gex_Event_t gex_Coll_ReduceToOneNB(gex_TM_t tm, gex_Rank_t root, void* dst,
@@ -705,16 +700,16 @@ gex_Event_t gex_Coll_ReduceToOneNB(gex_TM_t tm, gex_Rank_t root, void* dst,
                                    gex_Coll_ReduceFn_t user_op,
                                    void* user_cdata, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_ReduceToOneNB";
-  gex::api::Runtime& rt = CollRuntime(kCall, tm);
-  gex::api::CheckRoot(kCall, root, rt);
+  gexrt::api::Runtime& rt = CollRuntime(kCall, tm);
+  gexrt::api::CheckRoot(kCall, root, rt);
   const size_t nbytes =
-      gex::api::CheckReduction(kCall, dt, dt_sz, dt_cnt, op, user_op);
+      gexrt::api::CheckReduction(kCall, dt, dt_sz, dt_cnt, op, user_op);
   if (nbytes == 0) return GEX_EVENT_INVALID;
-  gex::api::CheckBuffer(kCall, "src", src, nbytes);
-  if (rt.rank == root) gex::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  return gex::api::StartReduction(Collectives::Kind::kReduceToOne, root, dst,
-                                  src, nbytes, dt, dt_sz, dt_cnt, op, user_op,
-                                  user_cdata);
+  gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
+  if (rt.rank == root) gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
+  return gexrt::api::StartReduction(Collectives::Kind::kReduceToOne, root, dst,
+                                    src, nbytes, dt, dt_sz, dt_cnt, op, user_op,
+                                    user_cdata);
 }
 
 gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void* dst, const void* src,
@@ -724,13 +719,13 @@ gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void* dst, const void* src,
   static constexpr char kCall[] = "gex_Coll_ReduceToAllNB";
   CollRuntime(kCall, tm);
   const size_t nbytes =
-      gex::api::CheckReduction(kCall, dt, dt_sz, dt_cnt, op, user_op);
+      gexrt::api::CheckReduction(kCall, dt, dt_sz, dt_cnt, op, user_op);
   if (nbytes == 0) return GEX_EVENT_INVALID;
-  gex::api::CheckBuffer(kCall, "src", src, nbytes);
-  gex::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  return gex::api::StartReduction(Collectives::Kind::kReduceToAll, 0, dst, src,
-                                  nbytes, dt, dt_sz, dt_cnt, op, user_op,
-                                  user_cdata);
+  gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
+  gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
+  return gexrt::api::StartReduction(Collectives::Kind::kReduceToAll, 0, dst,
+                                    src, nbytes, dt, dt_sz, dt_cnt, op, user_op,
+                                    user_cdata);
 }
 
 }  // extern "C"

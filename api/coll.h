@@ -41,7 +41,7 @@
 #include "bootstrap/bootstrap.h"
 #include "gasnetex.h"
 
-namespace gex::api {
+namespace gexrt::api {
 
 class Runtime;
 
@@ -145,8 +145,7 @@ class Collectives {
 
 // The process's collectives (after CollInit).
 void CollInit(Runtime& rt);
-void CollProgress();
 
-}  // namespace gex::api
+}  // namespace gexrt::api
 
 #endif  // GEX_API_COLL_H_

@@ -12,7 +12,7 @@
 #include "gasnetex.h"
 #include "rma/event.h"
 
-namespace gex::api {
+namespace gexrt::api {
 
 // A fatal error naming `call`: `e` is not a live event.
 [[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadEvent(const char* call,
@@ -31,6 +31,6 @@ inline void CheckLiveEvent(const char* call, gex_Event_t e) {
   }
 }
 
-}  // namespace gex::api
+}  // namespace gexrt::api
 
 #endif  // GEX_API_EVENT_H_

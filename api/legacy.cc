@@ -1,19 +1,19 @@
 // The GASNet-1 calls of gasnet.h over the same runtime: init/attach with a
 // handler table, node and segment queries, the named split-phase barrier,
 // wait modes, and the bridge to the GASNet-EX objects.
-#include "api/legacy.h"
-
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "am/token.h"
+#include "api/client_init.h"
 #include "api/runtime.h"
 #include "base/fatal.h"
 #include "gasnet.h"
 
-namespace gex::api {
+namespace gexrt::api {
 namespace {
 
 gex_Client_t g_client = nullptr;
@@ -51,20 +51,20 @@ int FinishBarrier(Runtime& rt, int id, int flags, const Barrier::Value& v) {
 
 }  // namespace
 
-int LegacyInit(const InitOptions& options, int* argc, char*** argv) {
+int LegacyInit(InitOptions options, int* argc, char*** argv) {
   if (g_runtime != nullptr) {
     return ReportError("gasnet_init", GASNET_ERR_RESOURCE,
                        "already initialised");
   }
-  return ClientInit(options, &g_client, &g_ep, &g_tm, "GASNet-1 client", argc,
-                    argv, GEX_FLAG_USES_GASNET1);
+  return ClientInit(std::move(options), &g_client, &g_ep, &g_tm,
+                    "GASNet-1 client", argc, argv, GEX_FLAG_USES_GASNET1);
 }
 
-}  // namespace gex::api
+}  // namespace gexrt::api
 
-using gex::api::g_barrier;
-using gex::api::Runtime;
-using gex::api::RuntimeFor;
+using gexrt::api::g_barrier;
+using gexrt::api::Runtime;
+using gexrt::api::RuntimeFor;
 
 extern "C" {
 
@@ -74,30 +74,30 @@ int gasnet_attach(gasnet_handlerentry_t* table, int numentries,
   Runtime& rt = RuntimeFor(kCall);
   (void)minheapoffset;
   if (numentries < 0 || (table == nullptr && numentries > 0)) {
-    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
-                                 "bad handler table");
+    return gexrt::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
+                                   "bad handler table");
   }
   if (segsize % GASNET_PAGESIZE != 0) {
-    return gex::api::ReportError(
+    return gexrt::api::ReportError(
         kCall, GASNET_ERR_BAD_ARG,
         absl::StrFormat("segsize %u is not a multiple of GASNET_PAGESIZE (%d)",
                         segsize, GASNET_PAGESIZE));
   }
-  std::vector<gex::am::Entry> entries(numentries);
+  std::vector<gexrt::am::Entry> entries(numentries);
   for (int i = 0; i < numentries; ++i) {
     entries[i].index = table[i].index;
     entries[i].fn = table[i].fnptr;
-    entries[i].flags = gex::am::kCategoryFlags | gex::am::kKindFlags;
-    entries[i].nargs = gex::am::kAnyArgs;
+    entries[i].flags = gexrt::am::kCategoryFlags | gexrt::am::kKindFlags;
+    entries[i].nargs = gexrt::am::kAnyArgs;
   }
   const absl::Status s =
       rt.handlers.Register(entries.data(), entries.size(), false);
   if (!s.ok()) {
-    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
-                                 std::string(s.message()));
+    return gexrt::api::ReportError(kCall, GASNET_ERR_BAD_ARG,
+                                   std::string(s.message()));
   }
   for (int i = 0; i < numentries; ++i) table[i].index = entries[i].index;
-  return gex_Segment_Attach(&gex::api::g_segment, &rt.tm, segsize);
+  return gex_Segment_Attach(&gexrt::api::g_segment, &rt.tm, segsize);
 }
 
 gasnet_node_t gasnet_mynode(void) { return RuntimeFor("gasnet_mynode").rank; }
@@ -107,14 +107,15 @@ int gasnet_getSegmentInfo(gasnet_seginfo_t* seginfo_table, int numentries) {
   static constexpr char kCall[] = "gasnet_getSegmentInfo";
   Runtime& rt = RuntimeFor(kCall);
   if (!rt.attached) {
-    return gex::api::ReportError(kCall, GASNET_ERR_NOT_INIT,
-                                 "no segment attached (gasnet_attach)");
+    return gexrt::api::ReportError(kCall, GASNET_ERR_NOT_INIT,
+                                   "no segment attached (gasnet_attach)");
   }
   if (numentries < 0 || (seginfo_table == nullptr && numentries > 0)) {
-    return gex::api::ReportError(kCall, GASNET_ERR_BAD_ARG, "bad table");
+    return gexrt::api::ReportError(kCall, GASNET_ERR_BAD_ARG, "bad table");
   }
-  for (int r = 0; r < numentries && static_cast<gex::Rank>(r) < rt.size; ++r) {
-    const auto s = rt.supernode->segment(r);
+  for (int r = 0; r < numentries && static_cast<gexrt::Rank>(r) < rt.size;
+       ++r) {
+    const auto s = rt.segments.segment(r);
     seginfo_table[r].addr =
         s.size == 0 ? nullptr : reinterpret_cast<void*>(s.base);
     seginfo_table[r].size = s.size;
@@ -154,11 +155,11 @@ int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t* srcindex) {
 void gasnet_barrier_notify(int id, int flags) {
   static constexpr char kCall[] = "gasnet_barrier_notify";
   Runtime& rt = RuntimeFor(kCall);
-  if (gex::am::HandlerContext::InHandler()) {
-    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  if (gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
   if (g_barrier.pending != nullptr) {
-    gex::FatalErrorF(
+    gexrt::FatalErrorF(
         "%s: the previous barrier was notified but not waited "
         "for (gasnet_barrier_wait)",
         kCall);
@@ -173,24 +174,24 @@ void gasnet_barrier_notify(int id, int flags) {
 int gasnet_barrier_wait(int id, int flags) {
   static constexpr char kCall[] = "gasnet_barrier_wait";
   Runtime& rt = RuntimeFor(kCall);
-  if (gex::am::HandlerContext::InHandler()) {
-    gex::FatalErrorF("%s: called from an AM handler", kCall);
+  if (gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
-  gex::api::Barrier::Value v;
-  const gex_Event_t pending = gex::api::PendingBarrier(kCall);
-  while (!rt.barrier.Finish(pending, &v)) gex::api::WaitProgress(rt);
-  return gex::api::FinishBarrier(rt, id, flags, v);
+  gexrt::api::Barrier::Value v;
+  const gex_Event_t pending = gexrt::api::PendingBarrier(kCall);
+  while (!rt.barrier.Finish(pending, &v)) gexrt::api::WaitProgress(rt);
+  return gexrt::api::FinishBarrier(rt, id, flags, v);
 }
 
 int gasnet_barrier_try(int id, int flags) {
   static constexpr char kCall[] = "gasnet_barrier_try";
   Runtime& rt = RuntimeFor(kCall);
-  gex::api::Progress(rt);
-  gex::api::Barrier::Value v;
-  if (!rt.barrier.Finish(gex::api::PendingBarrier(kCall), &v)) {
+  gexrt::api::Progress(rt);
+  gexrt::api::Barrier::Value v;
+  if (!rt.barrier.Finish(gexrt::api::PendingBarrier(kCall), &v)) {
     return GASNET_ERR_NOT_READY;
   }
-  return gex::api::FinishBarrier(rt, id, flags, v);
+  return gexrt::api::FinishBarrier(rt, id, flags, v);
 }
 
 int gasnet_barrier(int id, int flags) {
@@ -215,7 +216,7 @@ int gasnet_set_waitmode(int wait_mode) {
       rt.polite = true;
       return GASNET_OK;
     default:
-      return gex::api::ReportError(
+      return gexrt::api::ReportError(
           "gasnet_set_waitmode", GASNET_ERR_BAD_ARG,
           absl::StrFormat("unknown wait mode %d", wait_mode));
   }

@@ -20,19 +20,19 @@
 #include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
-#include "pshm/queue_layout.h"
+#include "core/router.h"
 #include "rma/engine.h"
 #include "rma/event.h"
 #include "rma/nbi.h"
 
-namespace gex::api {
+namespace gexrt::api {
 namespace {
 
 static_assert(GEX_EC_GET == rma::kEcGet && GEX_EC_PUT == rma::kEcPut &&
               GEX_EC_AM == rma::kEcAm && GEX_EC_LC == rma::kEcLc &&
               GEX_EC_RMW == rma::kEcRmw && GEX_EC_ALL == rma::kEcAll);
 static_assert(sizeof(gex_RMA_Value_t) == SIZEOF_GEX_RMA_VALUE_T);
-static_assert(rma::Engine::kChunk <= pshm::kMaxMedium,
+static_assert(rma::Engine::kChunk <= core::kSharedMaxPayload,
               "an AM-path chunk must fit one Long or Medium");
 
 rma::Engine* g_engine = nullptr;
@@ -41,41 +41,39 @@ rma::Engine* g_engine = nullptr;
 std::vector<_gex_DirectPeer_t>* g_direct_peers = nullptr;
 
 // ---------------------------------------------------------------------------
-// The engine's Transport over the PSHM network.
+// The engine's Transport over core's router and the conduit.
 
 bool SendRequest(void* context, Rank rank, am::Category category,
                  uint8_t handler, const uint32_t* args, unsigned nargs,
                  const void* payload, size_t len, void* long_dest,
                  bool immediate) {
-  Runtime& rt = *static_cast<Runtime*>(context);
-  void* local = nullptr;
-  if (category == am::Category::kLong && len != 0) {
-    // The engine checked the range against the peer's segment.
-    local = rt.supernode->Translate(
-        rank, reinterpret_cast<uintptr_t>(long_dest), len);
-  }
-  return rt.net->SendRequest(
-             static_cast<uint32_t>(rt.supernode->LocalIndex(rank)),
-             static_cast<pshm::Category>(category), handler, args,
-             static_cast<uint8_t>(nargs), payload, len, local,
-             reinterpret_cast<uint64_t>(long_dest),
-             immediate) == pshm::SendStatus::kOk;
+  // The engine checked a Long's range against the peer's segment.
+  return core::Request(*static_cast<Runtime*>(context), rank, category, handler,
+                       args, static_cast<uint8_t>(nargs), payload, len,
+                       reinterpret_cast<uint64_t>(long_dest), nullptr,
+                       immediate) == am::SendStatus::kOk;
 }
 
 void SendReply(void* context, am::Token* token, am::Category category,
                uint8_t handler, const uint32_t* args, unsigned nargs,
                const void* payload, size_t len, void* long_dest) {
-  Runtime& rt = *static_cast<Runtime*>(context);
-  void* local = nullptr;
-  if (category == am::Category::kLong && len != 0) {
-    local = rt.supernode->Translate(
-        token->source, reinterpret_cast<uintptr_t>(long_dest), len);
-  }
-  token->replied = true;
-  rt.net->SendReply(ReplyTo(*token), static_cast<pshm::Category>(category),
-                    handler, args, static_cast<uint8_t>(nargs), payload, len,
-                    local, reinterpret_cast<uint64_t>(long_dest),
-                    /*immediate=*/false);
+  core::Reply(*static_cast<Runtime*>(context), *token, category, handler, args,
+              static_cast<uint8_t>(nargs), payload, len,
+              reinterpret_cast<uint64_t>(long_dest), nullptr,
+              /*immediate=*/false);
+}
+
+bool ConduitPut(void* context, Rank rank, void* dest, const void* src,
+                size_t len, bool immediate, rma::Counter& rc,
+                rma::Counter* lc) {
+  return static_cast<Runtime*>(context)->conduit->Put(rank, dest, src, len,
+                                                      immediate, rc, lc);
+}
+
+bool ConduitGet(void* context, void* dest, Rank rank, const void* src,
+                size_t len, bool immediate, rma::Counter& rc) {
+  return static_cast<Runtime*>(context)->conduit->Get(dest, rank, src, len,
+                                                      immediate, rc);
 }
 
 void WaitRound(void* context) { WaitProgress(*static_cast<Runtime*>(context)); }
@@ -153,12 +151,25 @@ inline bool Immediate(gex_Flags_t flags) {
 // ---------------------------------------------------------------------------
 // The AM-path halves, out of line.
 
-ABSL_ATTRIBUTE_NOINLINE int PutBlockingAm(rma::Engine& e, const char* call,
-                                          gex_Rank_t rank, void* dest,
-                                          const void* src, size_t nbytes,
-                                          gex_Flags_t flags) {
+ABSL_ATTRIBUTE_NOINLINE int PutBlockingRemote(rma::Engine& e, const char* call,
+                                              gex_Rank_t rank, void* dest,
+                                              const void* src, size_t nbytes,
+                                              gex_Flags_t flags) {
   rma::Counter done;
-  if (e.PutAm(call, rank, dest, src, nbytes, Immediate(flags), done, nullptr) ==
+  if (e.PutRemote(call, rank, dest, src, nbytes, Immediate(flags), done,
+                  nullptr) == rma::Issue::kWouldBlock) {
+    return 1;
+  }
+  e.Wait(call, done);
+  return GASNET_OK;
+}
+
+ABSL_ATTRIBUTE_NOINLINE int GetBlockingRemote(rma::Engine& e, const char* call,
+                                              void* dest, gex_Rank_t rank,
+                                              const void* src, size_t nbytes,
+                                              gex_Flags_t flags) {
+  rma::Counter done;
+  if (e.GetRemote(call, dest, rank, src, nbytes, Immediate(flags), done) ==
       rma::Issue::kWouldBlock) {
     return 1;
   }
@@ -166,27 +177,12 @@ ABSL_ATTRIBUTE_NOINLINE int PutBlockingAm(rma::Engine& e, const char* call,
   return GASNET_OK;
 }
 
-ABSL_ATTRIBUTE_NOINLINE int GetBlockingAm(rma::Engine& e, const char* call,
-                                          void* dest, gex_Rank_t rank,
-                                          const void* src, size_t nbytes,
-                                          gex_Flags_t flags) {
-  rma::Counter done;
-  if (e.GetAm(call, dest, rank, src, nbytes, Immediate(flags), done) ==
-      rma::Issue::kWouldBlock) {
-    return 1;
-  }
-  e.Wait(call, done);
-  return GASNET_OK;
-}
-
-ABSL_ATTRIBUTE_NOINLINE gex_Event_t PutNbAm(rma::Engine& e, const char* call,
-                                            gex_Rank_t rank, void* dest,
-                                            const void* src, size_t nbytes,
-                                            gex_Event_t* lc_opt,
-                                            gex_Flags_t flags) {
+ABSL_ATTRIBUTE_NOINLINE gex_Event_t PutNbRemote(
+    rma::Engine& e, const char* call, gex_Rank_t rank, void* dest,
+    const void* src, size_t nbytes, gex_Event_t* lc_opt, gex_Flags_t flags) {
   rma::Operation* op = rma::Operation::Allocate();
-  if (e.PutAm(call, rank, dest, src, nbytes, Immediate(flags), op->rc,
-              &op->lc) == rma::Issue::kWouldBlock) {
+  if (e.PutRemote(call, rank, dest, src, nbytes, Immediate(flags), op->rc,
+                  &op->lc) == rma::Issue::kWouldBlock) {
     op->Release();
     return GEX_EVENT_NO_OP;
   }
@@ -198,12 +194,13 @@ ABSL_ATTRIBUTE_NOINLINE gex_Event_t PutNbAm(rma::Engine& e, const char* call,
   return op;
 }
 
-ABSL_ATTRIBUTE_NOINLINE gex_Event_t GetNbAm(rma::Engine& e, const char* call,
-                                            void* dest, gex_Rank_t rank,
-                                            const void* src, size_t nbytes,
-                                            gex_Flags_t flags) {
+ABSL_ATTRIBUTE_NOINLINE gex_Event_t GetNbRemote(rma::Engine& e,
+                                                const char* call, void* dest,
+                                                gex_Rank_t rank,
+                                                const void* src, size_t nbytes,
+                                                gex_Flags_t flags) {
   rma::Operation* op = rma::Operation::Allocate();
-  if (e.GetAm(call, dest, rank, src, nbytes, Immediate(flags), op->rc) ==
+  if (e.GetRemote(call, dest, rank, src, nbytes, Immediate(flags), op->rc) ==
       rma::Issue::kWouldBlock) {
     op->Release();
     return GEX_EVENT_NO_OP;
@@ -211,25 +208,26 @@ ABSL_ATTRIBUTE_NOINLINE gex_Event_t GetNbAm(rma::Engine& e, const char* call,
   return op;
 }
 
-ABSL_ATTRIBUTE_NOINLINE int PutNbiAm(rma::Engine& e, const char* call,
-                                     gex_Rank_t rank, void* dest,
-                                     const void* src, size_t nbytes,
-                                     gex_Event_t* lc_opt, gex_Flags_t flags) {
+ABSL_ATTRIBUTE_NOINLINE int PutNbiRemote(rma::Engine& e, const char* call,
+                                         gex_Rank_t rank, void* dest,
+                                         const void* src, size_t nbytes,
+                                         gex_Event_t* lc_opt,
+                                         gex_Flags_t flags) {
   rma::Nbi& nbi = rma::Nbi::Mine();
   rma::Counter* lc = lc_opt == GEX_EVENT_GROUP ? &nbi.lc() : nullptr;
-  if (e.PutAm(call, rank, dest, src, nbytes, Immediate(flags), nbi.put(), lc) ==
-      rma::Issue::kWouldBlock) {
+  if (e.PutRemote(call, rank, dest, src, nbytes, Immediate(flags), nbi.put(),
+                  lc) == rma::Issue::kWouldBlock) {
     return 1;
   }
   return GASNET_OK;
 }
 
-ABSL_ATTRIBUTE_NOINLINE int GetNbiAm(rma::Engine& e, const char* call,
-                                     void* dest, gex_Rank_t rank,
-                                     const void* src, size_t nbytes,
-                                     gex_Flags_t flags) {
-  if (e.GetAm(call, dest, rank, src, nbytes, Immediate(flags),
-              rma::Nbi::Mine().get()) == rma::Issue::kWouldBlock) {
+ABSL_ATTRIBUTE_NOINLINE int GetNbiRemote(rma::Engine& e, const char* call,
+                                         void* dest, gex_Rank_t rank,
+                                         const void* src, size_t nbytes,
+                                         gex_Flags_t flags) {
+  if (e.GetRemote(call, dest, rank, src, nbytes, Immediate(flags),
+                  rma::Nbi::Mine().get()) == rma::Issue::kWouldBlock) {
     return 1;
   }
   return GASNET_OK;
@@ -244,7 +242,7 @@ inline int PutBlocking(const char* call, gex_TM_t tm, gex_Rank_t rank,
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
     return GASNET_OK;
   }
-  return PutBlockingAm(e, call, rank, dest, src, nbytes, flags);
+  return PutBlockingRemote(e, call, rank, dest, src, nbytes, flags);
 }
 
 inline gex_Event_t PutNB(const char* call, gex_TM_t tm, gex_Rank_t rank,
@@ -256,7 +254,7 @@ inline gex_Event_t PutNB(const char* call, gex_TM_t tm, gex_Rank_t rank,
     if (IsEventPointer(lc_opt)) *lc_opt = GEX_EVENT_INVALID;
     return GEX_EVENT_INVALID;
   }
-  return PutNbAm(e, call, rank, dest, src, nbytes, lc_opt, flags);
+  return PutNbRemote(e, call, rank, dest, src, nbytes, lc_opt, flags);
 }
 
 inline int PutNBI(const char* call, gex_TM_t tm, gex_Rank_t rank, void* dest,
@@ -267,7 +265,7 @@ inline int PutNBI(const char* call, gex_TM_t tm, gex_Rank_t rank, void* dest,
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
     return GASNET_OK;
   }
-  return PutNbiAm(e, call, rank, dest, src, nbytes, lc_opt, flags);
+  return PutNbiRemote(e, call, rank, dest, src, nbytes, lc_opt, flags);
 }
 
 }  // namespace
@@ -283,11 +281,18 @@ void RmaInit(Runtime& rt) {
   rma::Engine::Options options;
   options.rank = rt.rank;
   options.size = rt.size;
-  options.supernode = rt.supernode.get();
+  options.segments = &rt.segments.view();
   options.transport.context = &rt;
   options.transport.request = &SendRequest;
   options.transport.reply = &SendReply;
   options.transport.wait = &WaitRound;
+  // The conduit's RDMA rung, where it has one and serves some rank.
+  if (rt.conduit_has_peers && rt.capabilities.rdma_put) {
+    options.transport.rdma_put = &ConduitPut;
+  }
+  if (rt.conduit_has_peers && rt.capabilities.rdma_get) {
+    options.transport.rdma_get = &ConduitGet;
+  }
   options.force_am = env::GetBool("GEX_RMA_FORCE_AM", false);
   g_engine = new rma::Engine(options, rt.handlers);  // Lives until exit.
 }
@@ -296,9 +301,8 @@ void RmaSegmentsAttached(Runtime& rt) {
   if (g_engine == nullptr || g_engine->force_am()) return;
   auto* peers = new std::vector<_gex_DirectPeer_t>(rt.size);
   for (Rank r = 0; r < rt.size; ++r) {
-    const pshm::Supernode::Segment s = rt.supernode->segment(r);
-    void* local =
-        s.size == 0 ? nullptr : rt.supernode->Translate(r, s.base, s.size);
+    const rma::SegmentEntry s = rt.segments.segment(r);
+    void* local = s.size == 0 ? nullptr : s.local;
     if (local == nullptr) continue;  // Not mapped here: size stays 0.
     (*peers)[r] = _gex_DirectPeer_t{
         s.base, s.size, reinterpret_cast<uintptr_t>(local) - s.base};
@@ -310,9 +314,9 @@ void RmaSegmentsAttached(Runtime& rt) {
   _gex_direct.size = rt.size;
 }
 
-}  // namespace gex::api
+}  // namespace gexrt::api
 
-using gex::api::EngineFor;
+using gexrt::api::EngineFor;
 
 extern "C" {
 
@@ -320,64 +324,65 @@ _gex_Direct_t _gex_direct = {GEX_TM_INVALID, 0, nullptr};
 
 int _gex_RMA_PutBlocking(gex_TM_t tm, gex_Rank_t rank, void* dest,
                          const void* src, size_t nbytes, gex_Flags_t flags) {
-  return gex::api::PutBlocking("gex_RMA_PutBlocking", tm, rank, dest, src,
-                               nbytes, flags);
+  return gexrt::api::PutBlocking("gex_RMA_PutBlocking", tm, rank, dest, src,
+                                 nbytes, flags);
 }
 
 gex_Event_t _gex_RMA_PutNB(gex_TM_t tm, gex_Rank_t rank, void* dest,
                            const void* src, size_t nbytes, gex_Event_t* lc_opt,
                            gex_Flags_t flags) {
-  return gex::api::PutNB("gex_RMA_PutNB", tm, rank, dest, src, nbytes, lc_opt,
-                         flags);
+  return gexrt::api::PutNB("gex_RMA_PutNB", tm, rank, dest, src, nbytes, lc_opt,
+                           flags);
 }
 
 int _gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void* dest, const void* src,
                     size_t nbytes, gex_Event_t* lc_opt, gex_Flags_t flags) {
-  return gex::api::PutNBI("gex_RMA_PutNBI", tm, rank, dest, src, nbytes, lc_opt,
-                          flags);
+  return gexrt::api::PutNBI("gex_RMA_PutNBI", tm, rank, dest, src, nbytes,
+                            lc_opt, flags);
 }
 
 int _gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                          size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetBlocking";
-  gex::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GASNET_OK;
   }
-  return gex::api::GetBlockingAm(e, kCall, dest, rank, src, nbytes, flags);
+  return gexrt::api::GetBlockingRemote(e, kCall, dest, rank, src, nbytes,
+                                       flags);
 }
 
 gex_Event_t _gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                            size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNB";
-  gex::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GEX_EVENT_INVALID;
   }
-  return gex::api::GetNbAm(e, kCall, dest, rank, src, nbytes, flags);
+  return gexrt::api::GetNbRemote(e, kCall, dest, rank, src, nbytes, flags);
 }
 
 int _gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                     size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNBI";
-  gex::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GASNET_OK;
   }
-  return gex::api::GetNbiAm(e, kCall, dest, rank, src, nbytes, flags);
+  return gexrt::api::GetNbiRemote(e, kCall, dest, rank, src, nbytes, flags);
 }
 
 gex_RMA_Value_t gex_RMA_GetBlockingVal(gex_TM_t tm, gex_Rank_t rank, void* src,
                                        size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetBlockingVal";
-  gex::rma::Engine& e = EngineFor(kCall, tm);
-  gex::api::CheckValueSize(kCall, nbytes);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::api::CheckValueSize(kCall, nbytes);
   gex_RMA_Value_t value = 0;
-  unsigned char* dest = gex::api::ValueBytes(&value, nbytes);
+  unsigned char* dest = gexrt::api::ValueBytes(&value, nbytes);
   if (!e.GetDirect(kCall, dest, rank, src, nbytes)) {
     // No "no op" result to give: IMMEDIATE does not apply.
-    gex::api::GetBlockingAm(e, kCall, dest, rank, src, nbytes,
-                            flags & ~GEX_FLAG_IMMEDIATE);
+    gexrt::api::GetBlockingRemote(e, kCall, dest, rank, src, nbytes,
+                                  flags & ~GEX_FLAG_IMMEDIATE);
   }
   return value;
 }
@@ -386,10 +391,10 @@ int gex_RMA_PutBlockingVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
                            gex_RMA_Value_t value, size_t nbytes,
                            gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_PutBlockingVal";
-  gex::api::CheckValueSize(kCall, nbytes);
-  return gex::api::PutBlocking(kCall, tm, rank, dest,
-                               gex::api::ValueBytes(&value, nbytes), nbytes,
-                               flags);
+  gexrt::api::CheckValueSize(kCall, nbytes);
+  return gexrt::api::PutBlocking(kCall, tm, rank, dest,
+                                 gexrt::api::ValueBytes(&value, nbytes), nbytes,
+                                 flags);
 }
 
 // The value is copied before these return (every path copies the source
@@ -397,80 +402,80 @@ int gex_RMA_PutBlockingVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
 int gex_RMA_PutNBIVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
                       gex_RMA_Value_t value, size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_PutNBIVal";
-  gex::api::CheckValueSize(kCall, nbytes);
-  return gex::api::PutNBI(kCall, tm, rank, dest,
-                          gex::api::ValueBytes(&value, nbytes), nbytes,
-                          GEX_EVENT_NOW, flags);
+  gexrt::api::CheckValueSize(kCall, nbytes);
+  return gexrt::api::PutNBI(kCall, tm, rank, dest,
+                            gexrt::api::ValueBytes(&value, nbytes), nbytes,
+                            GEX_EVENT_NOW, flags);
 }
 
 gex_Event_t gex_RMA_PutNBVal(gex_TM_t tm, gex_Rank_t rank, void* dest,
                              gex_RMA_Value_t value, size_t nbytes,
                              gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_PutNBVal";
-  gex::api::CheckValueSize(kCall, nbytes);
-  return gex::api::PutNB(kCall, tm, rank, dest,
-                         gex::api::ValueBytes(&value, nbytes), nbytes,
-                         GEX_EVENT_NOW, flags);
+  gexrt::api::CheckValueSize(kCall, nbytes);
+  return gexrt::api::PutNB(kCall, tm, rank, dest,
+                           gexrt::api::ValueBytes(&value, nbytes), nbytes,
+                           GEX_EVENT_NOW, flags);
 }
 
 int gex_NBI_Test(gex_EC_t event_mask, gex_Flags_t) {
   static constexpr char kCall[] = "gex_NBI_Test";
-  gex::api::Runtime& rt = gex::api::RuntimeFor(kCall);
+  gexrt::api::Runtime& rt = gexrt::api::RuntimeFor(kCall);
   if (ABSL_PREDICT_FALSE((event_mask & ~GEX_EC_ALL) != 0)) {
-    gex::FatalErrorF("%s: event_mask 0x%x has bits that are not GEX_EC_*",
-                     kCall, event_mask);
+    gexrt::FatalErrorF("%s: event_mask 0x%x has bits that are not GEX_EC_*",
+                       kCall, event_mask);
   }
-  gex::rma::Nbi& nbi = gex::rma::Nbi::Mine();
+  gexrt::rma::Nbi& nbi = gexrt::rma::Nbi::Mine();
   if (nbi.Done(event_mask)) return GASNET_OK;
-  gex::api::Progress(rt);
+  gexrt::api::Progress(rt);
   return nbi.Done(event_mask) ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
 void gex_NBI_Wait(gex_EC_t event_mask, gex_Flags_t) {
   static constexpr char kCall[] = "gex_NBI_Wait";
-  gex::api::Runtime& rt = gex::api::RuntimeFor(kCall);
+  gexrt::api::Runtime& rt = gexrt::api::RuntimeFor(kCall);
   if (ABSL_PREDICT_FALSE((event_mask & ~GEX_EC_ALL) != 0)) {
-    gex::FatalErrorF("%s: event_mask 0x%x has bits that are not GEX_EC_*",
-                     kCall, event_mask);
+    gexrt::FatalErrorF("%s: event_mask 0x%x has bits that are not GEX_EC_*",
+                       kCall, event_mask);
   }
-  gex::rma::Nbi& nbi = gex::rma::Nbi::Mine();
+  gexrt::rma::Nbi& nbi = gexrt::rma::Nbi::Mine();
   if (nbi.Done(event_mask)) return;
-  if (gex::am::HandlerContext::InHandler()) {
-    gex::FatalErrorF("%s: called from an AM handler (it may block)", kCall);
+  if (gexrt::am::HandlerContext::InHandler()) {
+    gexrt::FatalErrorF("%s: called from an AM handler (it may block)", kCall);
   }
-  while (!nbi.Done(event_mask)) gex::api::WaitProgress(rt);
+  while (!nbi.Done(event_mask)) gexrt::api::WaitProgress(rt);
 }
 
 void gex_NBI_BeginAccessRegion(gex_Flags_t) {
   static constexpr char kCall[] = "gex_NBI_BeginAccessRegion";
-  gex::api::RuntimeFor(kCall);
-  gex::rma::Nbi::Mine().Begin(kCall);
+  gexrt::api::RuntimeFor(kCall);
+  gexrt::rma::Nbi::Mine().Begin(kCall);
 }
 
 gex_Event_t gex_NBI_EndAccessRegion(gex_Flags_t) {
   static constexpr char kCall[] = "gex_NBI_EndAccessRegion";
-  gex::api::RuntimeFor(kCall);
-  gex::rma::Operation* op = gex::rma::Nbi::Mine().End(kCall);
+  gexrt::api::RuntimeFor(kCall);
+  gexrt::rma::Operation* op = gexrt::rma::Nbi::Mine().End(kCall);
   return op != nullptr ? op : GEX_EVENT_INVALID;
 }
 
 gex_Event_t gex_Event_QueryLeaf(gex_Event_t root, gex_EC_t event_category) {
   static constexpr char kCall[] = "gex_Event_QueryLeaf";
   if (root == GEX_EVENT_INVALID) return GEX_EVENT_INVALID;
-  if (root == GEX_EVENT_NO_OP) gex::api::BadEvent(kCall, root);
-  gex::api::CheckLiveEvent(kCall, root);
-  if (!gex::rma::Operation::Is(root)) {
-    gex::FatalErrorF(
+  if (root == GEX_EVENT_NO_OP) gexrt::api::BadEvent(kCall, root);
+  gexrt::api::CheckLiveEvent(kCall, root);
+  if (!gexrt::rma::Operation::Is(root)) {
+    gexrt::FatalErrorF(
         "%s: root %p is not the event of an RMA call or an access region "
         "(only those have leaves)",
         kCall, static_cast<void*>(root));
   }
   if (event_category != GEX_EC_LC) {
-    gex::FatalErrorF(
+    gexrt::FatalErrorF(
         "%s: event_category 0x%x: only GEX_EC_LC (0x%x) leaves exist", kCall,
         event_category, GEX_EC_LC);
   }
-  return static_cast<gex::rma::Operation*>(root)->lc_leaf();
+  return static_cast<gexrt::rma::Operation*>(root)->lc_leaf();
 }
 
 }  // extern "C"

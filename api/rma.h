@@ -2,7 +2,7 @@
 #ifndef GEX_API_RMA_H_
 #define GEX_API_RMA_H_
 
-namespace gex::api {
+namespace gexrt::api {
 
 class Runtime;
 
@@ -17,6 +17,6 @@ void RmaInit(Runtime& rt);
 // gex_Segment_Attach once every rank's segment is known, before it returns.
 void RmaSegmentsAttached(Runtime& rt);
 
-}  // namespace gex::api
+}  // namespace gexrt::api
 
 #endif  // GEX_API_RMA_H_

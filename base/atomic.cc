@@ -4,7 +4,7 @@
 
 #include <new>
 
-namespace gex {
+namespace gexrt {
 
 // Checked here rather than in the header: GCC warns (-Winterference-size)
 // wherever a header uses std::hardware_destructive_interference_size,
@@ -22,4 +22,4 @@ static_assert(sizeof(Atomic64) == 8 && alignof(Atomic64) == 8);
 
 void PoliteSpinWait::Yield() { sched_yield(); }
 
-}  // namespace gex
+}  // namespace gexrt

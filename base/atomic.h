@@ -2,9 +2,9 @@
 // waiting (what gasnet_tools.h offers clients as gasnett_atomic*_t,
 // gasnett_local_*mb and friends), over std::atomic / std::atomic_ref.
 //
-//   gex::Atomic64 pending(3);
+//   gexrt::Atomic64 pending(3);
 //   ...
-//   if (pending.DecrementAndTest(gex::kAtomicAcqIfTrue)) {
+//   if (pending.DecrementAndTest(gexrt::kAtomicAcqIfTrue)) {
 //     // Last one out: every other thread's work is visible here.
 //   }
 //
@@ -66,7 +66,7 @@
 #include "absl/base/attributes.h"
 #include "absl/base/macros.h"
 
-namespace gex {
+namespace gexrt {
 
 // ---------------------------------------------------------------------------
 // Fence flags (GASNETT_ATOMIC_*); OR them together.
@@ -320,7 +320,7 @@ using Atomic64 = BasicAtomic<uint64_t>;
 // atomics on any suitably aligned 4- or 8-byte integer).
 //
 //   uint64_t word = 0;
-//   gex::AtomicRef64(word).Add(5, gex::kAtomicRel);
+//   gexrt::AtomicRef64(word).Add(5, gexrt::kAtomicRel);
 template <typename T>
 using BasicAtomicRef = atomic_internal::AtomicInteger<T, /*kIsRef=*/true>;
 using AtomicRef32 = BasicAtomicRef<uint32_t>;
@@ -351,7 +351,7 @@ inline constexpr size_t kCacheLineSize = 64;
 // A T alone on its cache line(s): aligned to kCacheLineSize, and padded so
 // that nothing else shares them.
 //
-//   std::array<gex::CacheLinePadded<gex::Atomic64>, kThreads> per_thread;
+//   std::array<gexrt::CacheLinePadded<gexrt::Atomic64>, kThreads> per_thread;
 //   per_thread[i]->Increment();
 template <typename T>
 class alignas(kCacheLineSize) CacheLinePadded {
@@ -411,9 +411,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchForWrite(const void* p) {
 // core up with sched_yield() at every step. Otherwise it spins with
 // CpuRelax(), which reacts fastest.
 //
-//   gex::PoliteSpinWait wait(gex::HostIsOversubscribed(ranks_here));
-//   while (flag.Read(gex::kAtomicAcq) == 0) wait.Pause();
-//   // or: wait.Until([&] { return flag.Read(gex::kAtomicAcq) != 0; });
+//   gexrt::PoliteSpinWait wait(gexrt::HostIsOversubscribed(ranks_here));
+//   while (flag.Read(gexrt::kAtomicAcq) == 0) wait.Pause();
+//   // or: wait.Until([&] { return flag.Read(gexrt::kAtomicAcq) != 0; });
 class PoliteSpinWait {
  public:
   explicit PoliteSpinWait(bool polite) : polite_(polite) {}
@@ -441,6 +441,6 @@ class PoliteSpinWait {
   bool polite_;
 };
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_ATOMIC_H_

@@ -12,7 +12,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 // Every flag combination the operations accept, including nonsense ones: all
@@ -338,4 +338,4 @@ TEST(SpinTest, BothModesSeeAnotherThreadsUpdate) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

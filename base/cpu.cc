@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 // The number of CPUs in this process's affinity mask, or 0 if it cannot be
@@ -44,4 +44,4 @@ bool HostIsOversubscribed(int ranks_on_host) {
   return cpu_internal::Oversubscribed(ranks_on_host, OnlineCpuCount());
 }
 
-}  // namespace gex
+}  // namespace gexrt

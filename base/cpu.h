@@ -3,7 +3,7 @@
 #ifndef GEX_BASE_CPU_H_
 #define GEX_BASE_CPU_H_
 
-namespace gex {
+namespace gexrt {
 
 // The number of CPUs this process may run on: the CPUs in its affinity mask
 // (sched_getaffinity: taskset, cgroup cpusets and batch-system binding all
@@ -25,6 +25,6 @@ constexpr bool Oversubscribed(int ranks_on_host, int cpus) {
 }
 }  // namespace cpu_internal
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_CPU_H_

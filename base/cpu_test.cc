@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 TEST(CpuTest, OnlineCpuCountIsWithinTheHostsCpus) {
@@ -58,4 +58,4 @@ TEST(CpuTest, OversubscribedWhenRanksOutnumberCpus) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

@@ -13,7 +13,7 @@
 #include "base/job_rank.h"
 #include "base/stderr_line.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 void DefaultBacktrace(int fd) {
@@ -75,4 +75,4 @@ void SetBacktraceHook(BacktraceHook hook) {
 
 void SetFatalExitHook(FatalExitHook hook) { g_fatal_exit_hook.store(hook); }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace gex {
+namespace gexrt {
 
 // Prints "*** FATAL ERROR (proc N): <message>", then, when GASNET_BACKTRACE
 // is enabled, the backtrace hook's output, then freezes for a debugger when
@@ -65,6 +65,6 @@ bool BacktraceEnabled();
 using FatalExitHook = void (*)();
 void SetFatalExitHook(FatalExitHook hook);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_FATAL_H_

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 using ::testing::HasSubstr;
@@ -90,4 +90,4 @@ TEST(FatalTest, WarningDoesNotEndTheProcess) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

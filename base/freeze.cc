@@ -14,7 +14,7 @@ extern "C" {
 volatile int gasnet_frozen = 0;
 }
 
-namespace gex {
+namespace gexrt {
 
 bool FreezeOnErrorEnabled() {
   static const bool enabled = env::FlagEnabled("GASNET_FREEZE_ON_ERROR");
@@ -49,4 +49,4 @@ void FreezeForDebuggerIfEnabled() {
   }
 }
 
-}  // namespace gex
+}  // namespace gexrt

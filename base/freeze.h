@@ -18,7 +18,7 @@ extern "C" {
 extern volatile int gasnet_frozen;
 }
 
-namespace gex {
+namespace gexrt {
 
 // Whether GASNET_FREEZE_ON_ERROR (boolean, default no) is enabled. Read
 // once, directly from the environment (this runs on fatal paths); a
@@ -29,6 +29,6 @@ bool FreezeOnErrorEnabled();
 // gasnet_frozen is cleared. Otherwise returns at once.
 void FreezeForDebuggerIfEnabled();
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_FREEZE_H_

@@ -20,7 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 using ::testing::HasSubstr;
@@ -108,4 +108,4 @@ TEST(FreezeTest, OffByDefaultAndForMalformedValues) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

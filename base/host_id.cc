@@ -13,7 +13,7 @@
 #include "base/env/settings.h"
 #include "base/fatal.h"
 
-namespace gex {
+namespace gexrt {
 
 std::string Hostname() {
   // HOST_NAME_MAX is 64 on Linux, but other systems allow more, and POSIX
@@ -104,4 +104,4 @@ HostIdResult ResolveHostId(HostDetectMode mode, std::string_view hostname,
   return {Fnv1a64(hostname), ""};
 }
 
-}  // namespace gex
+}  // namespace gexrt

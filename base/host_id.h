@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace gex {
+namespace gexrt {
 
 // This host's name, as gethostname(2) returns it, in full: a name too long
 // for a buffer is retried with a larger one, never cut short. A failure of
@@ -69,6 +69,6 @@ struct HostIdResult {
 HostIdResult ResolveHostId(HostDetectMode mode, std::string_view hostname,
                            uint32_t hostid);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_HOST_ID_H_

@@ -14,7 +14,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 // Sets an environment variable for one test and restores it afterwards.
@@ -201,4 +201,4 @@ TEST(HostIdDeathTest, UnknownModeIsFatalAndNamesTheVariable) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 std::atomic<int> g_rank{kUnknownRank};
@@ -29,4 +29,4 @@ void AddJobRankListener(JobRankListener listener) {
   g_listeners[g_listener_count++] = listener;
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -7,7 +7,7 @@
 #ifndef GEX_BASE_JOB_RANK_H_
 #define GEX_BASE_JOB_RANK_H_
 
-namespace gex {
+namespace gexrt {
 
 // Returned by JobRank() until SetJobRank() is called.
 inline constexpr int kUnknownRank = -1;
@@ -27,6 +27,6 @@ int JobRank();
 using JobRankListener = void (*)(int rank);
 void AddJobRankListener(JobRankListener listener);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_JOB_RANK_H_

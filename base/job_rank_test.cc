@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 int g_seen = -100;
@@ -19,4 +19,4 @@ TEST(JobRankTest, UnknownUntilSetThenListenersHearIt) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

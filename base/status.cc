@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace gex {
+namespace gexrt {
 
 absl::Status ErrnoToStatus(int err, std::string_view what) {
   // absl::ErrnoToStatusCode maps errno values to canonical codes.
@@ -13,4 +13,4 @@ absl::Status ErrnoToStatus(int err, std::string_view what) {
                       absl::StrFormat("%s: %s", what, std::strerror(err)));
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -7,13 +7,13 @@
 
 #include "absl/status/status.h"
 
-namespace gex {
+namespace gexrt {
 
 // A status for a failed system call: the code follows errno's meaning
 // (ENOENT -> NotFound, EACCES -> PermissionDenied, ...), and the message is
 // "<what>: <strerror(err)>".
 absl::Status ErrnoToStatus(int err, std::string_view what);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_STATUS_H_

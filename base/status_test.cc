@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 TEST(ErrnoToStatusTest, CodeFollowsErrnoAndMessageNamesTheCall) {
@@ -20,4 +20,4 @@ TEST(ErrnoToStatusTest, CodeFollowsErrnoAndMessageNamesTheCall) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 void WriteAll(const char* data, size_t size) {
@@ -38,4 +38,4 @@ void WriteStderrLine(std::string_view line) {
   WriteAll(text.data(), text.size());
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -9,7 +9,7 @@
 
 #include <string_view>
 
-namespace gex {
+namespace gexrt {
 
 // Writes `line` and a newline to stderr in one write(2) where the kernel
 // allows. Errors are ignored: there is nowhere left to report them. Lines
@@ -17,6 +17,6 @@ namespace gex {
 // call this.
 void WriteStderrLine(std::string_view line);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_STDERR_LINE_H_

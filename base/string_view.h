@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
-namespace gex {
+namespace gexrt {
 
 constexpr absl::string_view ToAbsl(std::string_view s) {
   return absl::string_view(s.data(), s.size());
@@ -45,6 +45,6 @@ inline std::string ToLower(std::string_view s) {
   return absl::AsciiStrToLower(ToAbsl(s));
 }
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_STRING_VIEW_H_

@@ -14,7 +14,7 @@
 #include "absl/base/call_once.h"
 #include "base/string_view.h"
 
-namespace gex {
+namespace gexrt {
 namespace timer_internal {
 
 std::atomic<Source> g_source{Source::kUnknown};
@@ -240,4 +240,4 @@ double TickOverheadNs() {
   return overhead;
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -3,9 +3,9 @@
 // A tick is an opaque unit of a monotonic clock: compare and subtract tick
 // values freely, convert intervals to nanoseconds with TicksToNs().
 //
-//   gex::Ticks start = gex::TicksNow();
+//   gexrt::Ticks start = gexrt::TicksNow();
 //   DoWork();
-//   uint64_t elapsed_ns = gex::TicksToNs(gex::TicksNow() - start);
+//   uint64_t elapsed_ns = gexrt::TicksToNs(gexrt::TicksNow() - start);
 //
 // The source is chosen once per process:
 //  - the x86 time-stamp counter, when /proc/cpuinfo says it is invariant
@@ -41,7 +41,7 @@
 #define GEX_TIMER_HAVE_TSC 0
 #endif
 
-namespace gex {
+namespace gexrt {
 
 // A reading of the process's monotonic tick clock.
 using Ticks = uint64_t;
@@ -165,6 +165,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint64_t TicksToNs(Ticks ticks) {
   return timer_internal::ScaleTicks(ticks, fixed);
 }
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BASE_TIMER_H_

@@ -11,7 +11,7 @@
 #include "base/timer.h"
 #include "benchmark/benchmark.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 void BM_TicksNow(benchmark::State& state) {
@@ -62,4 +62,4 @@ void BM_ReportGranularityAndOverhead(benchmark::State& state) {
 BENCHMARK(BM_ReportGranularityAndOverhead)->Iterations(1);
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

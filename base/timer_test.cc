@@ -13,7 +13,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 uint64_t MonotonicNs() {
@@ -219,4 +219,4 @@ TEST(TimerInternalTest, TscIsMonotonicWhenUsed) {
 #endif
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

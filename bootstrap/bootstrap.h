@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gex {
+namespace gexrt {
 
 using Rank = uint32_t;
 
@@ -84,6 +84,6 @@ inline std::vector<Rank> RanksWithFlag(Bootstrap& bootstrap, bool mine) {
   return ranks;
 }
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_BOOTSTRAP_H_

@@ -3,7 +3,7 @@
 #include "base/env/settings.h"
 #include "base/fatal.h"
 
-namespace gex {
+namespace gexrt {
 
 absl::Duration BootstrapTimeoutFromEnv() {
   const double seconds = env::GetDecimal("GASNET_BOOTSTRAP_TIMEOUT",
@@ -17,4 +17,4 @@ absl::Duration BootstrapTimeoutFromEnv() {
   return absl::Seconds(seconds);
 }
 
-}  // namespace gex
+}  // namespace gexrt

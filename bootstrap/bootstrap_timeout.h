@@ -13,7 +13,7 @@
 
 #include "absl/time/time.h"
 
-namespace gex {
+namespace gexrt {
 
 inline constexpr double kDefaultBootstrapTimeoutSeconds = 300.0;
 
@@ -21,6 +21,6 @@ inline constexpr double kDefaultBootstrapTimeoutSeconds = 300.0;
 // GASNET_VERBOSEENV; malformed or not positive is a fatal error naming it).
 absl::Duration BootstrapTimeoutFromEnv();
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_BOOTSTRAP_TIMEOUT_H_

@@ -6,7 +6,7 @@
 #include "bootstrap/launcher_bootstrap.h"
 #include "bootstrap/singleton_bootstrap.h"
 
-namespace gex {
+namespace gexrt {
 
 std::unique_ptr<Bootstrap> CreateBootstrap() {
   if (LauncherBootstrap::Present()) {
@@ -23,4 +23,4 @@ std::unique_ptr<Bootstrap> CreateBootstrap() {
   return std::make_unique<SingletonBootstrap>();
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -12,10 +12,10 @@
 
 #include "bootstrap/bootstrap.h"
 
-namespace gex {
+namespace gexrt {
 
 std::unique_ptr<Bootstrap> CreateBootstrap();
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_CREATE_BOOTSTRAP_H_

@@ -10,7 +10,7 @@
 #include "base/env/settings.h"
 #include "base/fatal.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 // GetDecimal accepts any finite number; a negative time makes no sense for
@@ -55,4 +55,4 @@ absl::Duration ExitTimeoutFromEnv(uint32_t nodes) {
                             GetSeconds("GASNET_EXITTIMEOUT", computed_s));
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -30,7 +30,7 @@
 
 #include "absl/time/time.h"
 
-namespace gex {
+namespace gexrt {
 
 // The floor under every exit timeout.
 inline constexpr absl::Duration kMinExitTimeout = absl::Milliseconds(50);
@@ -53,6 +53,6 @@ absl::Duration ComputeExitTimeout(uint32_t nodes, const ExitTimeoutSettings& s,
 // variables described above (defaults for those unset or empty).
 absl::Duration ExitTimeoutFromEnv(uint32_t nodes);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_EXIT_TIMEOUT_H_

@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 using ::testing::Contains;
@@ -174,4 +174,4 @@ TEST_F(ExitTimeoutFromEnvDeathTest, NegativeFormulaSettingIsFatal) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

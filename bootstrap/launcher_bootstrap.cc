@@ -15,7 +15,7 @@
 #include "bootstrap/bootstrap_timeout.h"
 #include "bootstrap/wire.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 // The launcher's own GASNET_BOOTSTRAP_TIMEOUT fires first and names the late
@@ -248,4 +248,4 @@ void LauncherBootstrap::Fini() {
   g_instance.compare_exchange_strong(self, nullptr);
 }
 
-}  // namespace gex
+}  // namespace gexrt

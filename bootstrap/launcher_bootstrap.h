@@ -20,7 +20,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/messages.h"
 
-namespace gex {
+namespace gexrt {
 
 inline constexpr char kBootstrapFdVar[] = "GEX_BOOTSTRAP_FD";
 inline constexpr char kBootstrapRankVar[] = "GEX_BOOTSTRAP_RANK";
@@ -71,6 +71,6 @@ class LauncherBootstrap final : public Bootstrap {
   uint32_t next_seq_ = 0;
 };
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_LAUNCHER_BOOTSTRAP_H_

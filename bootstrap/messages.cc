@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace gex::wire {
+namespace gexrt::wire {
 namespace {
 
 // Writes each field of a message in order.
@@ -176,4 +176,4 @@ MessageType TypeOf(std::string_view body) {
   return body.empty() ? MessageType::kHello : static_cast<MessageType>(body[0]);
 }
 
-}  // namespace gex::wire
+}  // namespace gexrt::wire

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "bootstrap/wire.h"
 
-namespace gex::wire {
+namespace gexrt::wire {
 
 enum class CollectiveOp : uint8_t {
   kBarrier = 1,
@@ -138,6 +138,6 @@ absl::StatusOr<T> Decode(std::string_view body);
 // decoder accepts).
 MessageType TypeOf(std::string_view body);
 
-}  // namespace gex::wire
+}  // namespace gexrt::wire
 
 #endif  // GEX_BOOTSTRAP_MESSAGES_H_

@@ -12,7 +12,7 @@
 #include "base/host_id.h"
 #include "bootstrap/bootstrap.h"
 
-namespace gex {
+namespace gexrt {
 
 NodeMap NodeMap::Build(absl::Span<const uint64_t> host_ids, Rank my_rank,
                        uint32_t supernode_max_size) {
@@ -157,4 +157,4 @@ NodeMap DiscoverNodeMap(Bootstrap& bootstrap) {
   return NodeMap::Build(ids, bootstrap.rank(), max_size);
 }
 
-}  // namespace gex
+}  // namespace gexrt

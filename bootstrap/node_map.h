@@ -31,7 +31,7 @@
 #include "absl/types/span.h"
 #include "bootstrap/bootstrap.h"
 
-namespace gex {
+namespace gexrt {
 
 // Where one rank sits.
 struct RankPlace {
@@ -116,6 +116,6 @@ uint32_t SupernodeMaxSizeFromEnv();
 // rank calls it) and builds the map with SupernodeMaxSizeFromEnv().
 NodeMap DiscoverNodeMap(Bootstrap& bootstrap);
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_NODE_MAP_H_

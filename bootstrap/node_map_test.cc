@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 using ::testing::ElementsAre;
@@ -434,4 +434,4 @@ TEST(NodeMapTest, OversubscribedWhenRanksOnMyHostOutnumberCpus) {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt

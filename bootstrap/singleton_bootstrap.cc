@@ -7,7 +7,7 @@
 #include "base/fatal.h"
 #include "base/job_rank.h"
 
-namespace gex {
+namespace gexrt {
 
 SingletonBootstrap::SingletonBootstrap() { SetJobRank(0); }
 
@@ -34,4 +34,4 @@ void SingletonBootstrap::Abort(int exit_code, std::string_view reason) {
   _exit(exit_code);
 }
 
-}  // namespace gex
+}  // namespace gexrt

@@ -5,7 +5,7 @@
 
 #include "bootstrap/bootstrap.h"
 
-namespace gex {
+namespace gexrt {
 
 class SingletonBootstrap final : public Bootstrap {
  public:
@@ -22,6 +22,6 @@ class SingletonBootstrap final : public Bootstrap {
   void Fini() override {}
 };
 
-}  // namespace gex
+}  // namespace gexrt
 
 #endif  // GEX_BOOTSTRAP_SINGLETON_BOOTSTRAP_H_

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
-namespace gex::wire {
+namespace gexrt::wire {
 namespace {
 
 void AppendLe(std::string& out, uint64_t v, int bytes) {
@@ -238,4 +238,4 @@ absl::StatusOr<std::string> ReadFrame(int fd, absl::Time deadline) {
   return body;
 }
 
-}  // namespace gex::wire
+}  // namespace gexrt::wire

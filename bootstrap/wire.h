@@ -23,7 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace gex::wire {
+namespace gexrt::wire {
 
 // Largest frame body accepted: an alltoall of a large job passes through
 // the launcher as one frame, so this is generous; a bigger length is a
@@ -140,6 +140,6 @@ absl::Status WriteFrame(int fd, std::string_view frame,
 // the connection (end of file or reset).
 absl::StatusOr<std::string> ReadFrame(int fd, absl::Time deadline);
 
-}  // namespace gex::wire
+}  // namespace gexrt::wire
 
 #endif  // GEX_BOOTSTRAP_WIRE_H_

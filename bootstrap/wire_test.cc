@@ -48,7 +48,7 @@ void* operator new(size_t n) {
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 
-namespace gex::wire {
+namespace gexrt::wire {
 namespace {
 
 using ::testing::ElementsAre;
@@ -919,4 +919,4 @@ TEST(SocketFrames, FullNonBlockingSocketHitsTheWriteDeadline) {
 }
 
 }  // namespace
-}  // namespace gex::wire
+}  // namespace gexrt::wire

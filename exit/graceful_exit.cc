@@ -13,7 +13,7 @@
 #include "base/stderr_line.h"
 #include "exit/signals.h"
 
-namespace gex::exit {
+namespace gexrt::exit {
 namespace {
 
 constexpr int kNoCode = -1;
@@ -173,4 +173,4 @@ void OnRemoteExit(void*, Rank, int code) {
   ExitTail(ExitBody());
 }
 
-}  // namespace gex::exit
+}  // namespace gexrt::exit

@@ -38,7 +38,7 @@
 #include "bootstrap/bootstrap.h"
 #include "exit/protocol.h"
 
-namespace gex::exit {
+namespace gexrt::exit {
 
 struct Environment {
   Protocol* protocol = nullptr;    // Lives until the process ends.
@@ -76,6 +76,6 @@ int SavedExitCode(int fallback);
 // The protocol, after Install (else null).
 Protocol* InstalledProtocol();
 
-}  // namespace gex::exit
+}  // namespace gexrt::exit
 
 #endif  // GEX_EXIT_GRACEFUL_EXIT_H_

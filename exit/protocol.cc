@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace gex::exit {
+namespace gexrt::exit {
 namespace {
 
 int Larger(int a, uint64_t word) {
@@ -300,4 +300,4 @@ void Protocol::OnMessage(Rank source, const Message& m) {
   }
 }
 
-}  // namespace gex::exit
+}  // namespace gexrt::exit

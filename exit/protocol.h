@@ -48,7 +48,7 @@
 
 #include "bootstrap/bootstrap.h"
 
-namespace gex::exit {
+namespace gexrt::exit {
 
 // The signal that tells a supernode peer an exit request waits in its
 // shared cell. Its default action is to ignore it, so a nudge that reaches
@@ -225,6 +225,6 @@ class Protocol {
   std::atomic<uint32_t> sent_[kMessageKinds] = {};
 };
 
-}  // namespace gex::exit
+}  // namespace gexrt::exit
 
 #endif  // GEX_EXIT_PROTOCOL_H_

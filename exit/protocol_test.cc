@@ -17,7 +17,7 @@
 
 #include "gtest/gtest.h"
 
-namespace gex::exit {
+namespace gexrt::exit {
 namespace {
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -438,4 +438,4 @@ TEST(ReduceTest, AnExitRequestStopsTheReduceEarly) {
 }
 
 }  // namespace
-}  // namespace gex::exit
+}  // namespace gexrt::exit

@@ -13,7 +13,7 @@
 #include "exit/graceful_exit.h"
 #include "exit/protocol.h"
 
-namespace gex::exit {
+namespace gexrt::exit {
 namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGILL,
@@ -128,4 +128,4 @@ void DisarmExitAlarm() {
   setitimer(ITIMER_REAL, &t, nullptr);
 }
 
-}  // namespace gex::exit
+}  // namespace gexrt::exit

@@ -20,7 +20,7 @@
 
 #include "absl/time/time.h"
 
-namespace gex::exit {
+namespace gexrt::exit {
 
 void InstallSignalHandlers();
 
@@ -33,6 +33,6 @@ bool ClientHandlesSigquit();
 void ArmExitAlarm(absl::Duration timeout);
 void DisarmExitAlarm();
 
-}  // namespace gex::exit
+}  // namespace gexrt::exit
 
 #endif  // GEX_EXIT_SIGNALS_H_

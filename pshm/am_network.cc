@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "base/fatal.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 using layout::ChunkHeader;
@@ -552,4 +552,4 @@ int AmNetwork::Poll() {
   return requests + PollReplies();
 }
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

@@ -62,7 +62,7 @@
 #include "pshm/queue_config.h"
 #include "pshm/queue_layout.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 // Where a request's reply goes: the request's own slot. The dispatcher
 // gets one with each request (Message::reply), valid until it returns.
@@ -92,7 +92,7 @@ struct Message {
 
 using Dispatcher = void (*)(void* context, const Message& message);
 
-enum class SendStatus { kOk, kWouldBlock };
+using am::SendStatus;
 
 // A claimed slot (and pool chunk) between Reserve and Commit or Cancel.
 struct Reservation {
@@ -499,6 +499,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::CopyAndCommit(
   return SendStatus::kOk;
 }
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 #endif  // GEX_PSHM_AM_NETWORK_H_

@@ -32,7 +32,7 @@
 #include "pshm/queue_config.h"
 #include "pshm/queue_layout.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 // Supernode index i is job rank kJobRankBase + i, so a test can tell the
@@ -2405,4 +2405,4 @@ TEST(AmNetworkTest, DISABLED_NonPowerOfTwoDepthSurvivesPositionWrap) {
 }
 
 }  // namespace
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

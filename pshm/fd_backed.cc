@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
-namespace gex::pshm::fd_backed {
+namespace gexrt::pshm::fd_backed {
 namespace {
 
 std::string JobFilePrefix(std::string_view job_prefix) {
@@ -129,4 +129,4 @@ uint64_t FreeSpace(const std::string& dir) {
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
-}  // namespace gex::pshm::fd_backed
+}  // namespace gexrt::pshm::fd_backed

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "pshm/mechanism_impl.h"
 
-namespace gex::pshm::fd_backed {
+namespace gexrt::pshm::fd_backed {
 
 // Opens `path` like open(2); returns an fd or -1 with errno set.
 using OpenFn = int (*)(const std::string& path, int flags, mode_t mode);
@@ -44,6 +44,6 @@ int RemoveAll(const std::string& dir, std::string_view job_prefix);
 // Free bytes in the file system holding `dir` (0 when it cannot be read).
 uint64_t FreeSpace(const std::string& dir);
 
-}  // namespace gex::pshm::fd_backed
+}  // namespace gexrt::pshm::fd_backed
 
 #endif  // GEX_PSHM_FD_BACKED_H_

@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
-namespace gex::pshm::mechanism {
+namespace gexrt::pshm::mechanism {
 
 struct Mapping {
   void* address = nullptr;
@@ -34,6 +34,6 @@ std::vector<std::string> List(std::string_view job_prefix,
 int RemoveAll(std::string_view job_prefix, absl::Span<const pid_t> rank_pids);
 uint64_t Available();
 
-}  // namespace gex::pshm::mechanism
+}  // namespace gexrt::pshm::mechanism
 
 #endif  // GEX_PSHM_MECHANISM_IMPL_H_

@@ -4,7 +4,7 @@
 #include "base/env/settings.h"
 #include "pshm/queue_layout.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 uint64_t MinQueueMemory() { return layout::kMaxChunkBytes; }
 
@@ -41,4 +41,4 @@ absl::StatusOr<QueueConfig> QueueConfigFromEnv() {
   return config;
 }
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

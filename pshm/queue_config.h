@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 struct QueueConfig {
   // Slots (one cache line each) in each receive queue; one queue per
@@ -31,6 +31,6 @@ uint64_t MinQueueMemory();
 // Reads both variables (reported by GASNET_VERBOSEENV) and validates them.
 absl::StatusOr<QueueConfig> QueueConfigFromEnv();
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 #endif  // GEX_PSHM_QUEUE_CONFIG_H_

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "pshm/queue_layout.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 constexpr char kDepth[] = "GASNET_PSHMNET_QUEUE_DEPTH";
@@ -190,4 +190,4 @@ TEST_F(QueueConfigTest, ValidateQueueConfigChecksBothFields) {
 }
 
 }  // namespace
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

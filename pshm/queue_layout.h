@@ -30,7 +30,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gex::pshm {
+#include "am/vocabulary.h"
+
+namespace gexrt::pshm {
 
 inline constexpr size_t kCacheLine = 64;
 
@@ -40,9 +42,9 @@ inline constexpr size_t kCacheLine = 64;
 enum class Channel : uint8_t { kRequest = 0, kReply = 1 };
 inline constexpr int kChannels = 2;
 
-enum class Category : uint8_t { kShort = 0, kMedium = 1, kLong = 2 };
-
-inline constexpr uint32_t kMaxArgs = 16;
+// The AM vocabulary is am/vocabulary.h's: one Category, one argument limit.
+using am::Category;
+using am::kMaxArgs;
 // The largest Medium payload (and the largest Long payload per message is
 // the target segment's business, not the queue's).
 inline constexpr uint32_t kMaxMedium = 65536;
@@ -174,6 +176,6 @@ inline constexpr size_t RegionBytes(uint32_t peers, uint32_t depth,
 }
 
 }  // namespace layout
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 #endif  // GEX_PSHM_QUEUE_LAYOUT_H_

@@ -12,7 +12,7 @@
 #include "base/string_view.h"
 #include "pshm/shared_object.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 constexpr char kVariable[] = "GASNET_MAX_SEGSIZE";
@@ -119,4 +119,4 @@ SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks,
   return in;
 }
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "base/env/parse.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 struct MaxSegSize {
   env::MemoryAmount amount;
@@ -61,6 +61,6 @@ SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks);
 SegmentLimitInputs CurrentSegmentLimitInputs(uint32_t host_ranks,
                                              const MaxSegSize& max_segsize);
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 #endif  // GEX_PSHM_SEGMENT_LIMITS_H_

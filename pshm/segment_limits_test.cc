@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "pshm/shared_object.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 constexpr uint64_t kKiB = uint64_t{1} << 10;
@@ -303,4 +303,4 @@ TEST_F(SegmentLimitsEnvTest, CurrentInputsDescribeThisHost) {
 }
 
 }  // namespace
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

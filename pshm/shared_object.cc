@@ -7,7 +7,7 @@
 #include "base/env/settings.h"
 #include "pshm/mechanism_impl.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 std::string_view MechanismName() { return mechanism::Name(); }
 
@@ -107,4 +107,4 @@ std::string FileDirectory() {
 }
 }  // namespace internal
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

@@ -33,7 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 // "posix", "sysv" or "file": the mechanism this build uses.
 std::string_view MechanismName();
@@ -123,6 +123,6 @@ namespace internal {
 std::string FileDirectory();
 }  // namespace internal
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 #endif  // GEX_PSHM_SHARED_OBJECT_H_

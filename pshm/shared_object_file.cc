@@ -8,7 +8,7 @@
 #include "pshm/mechanism_impl.h"
 #include "pshm/shared_object.h"
 
-namespace gex::pshm::mechanism {
+namespace gexrt::pshm::mechanism {
 namespace {
 
 int OpenFile(const std::string& path, int flags, mode_t mode) {
@@ -50,4 +50,4 @@ int RemoveAll(std::string_view job_prefix, absl::Span<const pid_t>) {
 
 uint64_t Available() { return fd_backed::FreeSpace(internal::FileDirectory()); }
 
-}  // namespace gex::pshm::mechanism
+}  // namespace gexrt::pshm::mechanism

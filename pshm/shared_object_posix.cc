@@ -6,7 +6,7 @@
 #include "pshm/fd_backed.h"
 #include "pshm/mechanism_impl.h"
 
-namespace gex::pshm::mechanism {
+namespace gexrt::pshm::mechanism {
 namespace {
 
 constexpr char kShmDir[] = "/dev/shm";
@@ -50,4 +50,4 @@ int RemoveAll(std::string_view job_prefix, absl::Span<const pid_t>) {
 
 uint64_t Available() { return fd_backed::FreeSpace(kShmDir); }
 
-}  // namespace gex::pshm::mechanism
+}  // namespace gexrt::pshm::mechanism

@@ -19,7 +19,7 @@
 #include "base/status.h"
 #include "pshm/mechanism_impl.h"
 
-namespace gex::pshm::mechanism {
+namespace gexrt::pshm::mechanism {
 namespace {
 
 struct SegmentEntry {
@@ -158,4 +158,4 @@ uint64_t Available() {
   return std::min(shmmax, left);
 }
 
-}  // namespace gex::pshm::mechanism
+}  // namespace gexrt::pshm::mechanism

@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 bool IsSysV() { return MechanismName() == "sysv"; }
@@ -442,4 +442,4 @@ TEST_F(SharedObjectTest, AvailableSharedMemoryIsPositive) {
 }
 
 }  // namespace
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

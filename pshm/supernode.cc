@@ -13,11 +13,13 @@
 #include "absl/strings/str_join.h"
 #include "base/host_id.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
-constexpr uint32_t kNetworkSerial = 0;
-constexpr uint32_t kSegmentSerial = 1;
+constexpr uint32_t kNetworkSerial =
+    static_cast<uint32_t>(SharedSerial::kNetwork);
+constexpr uint32_t kSegmentSerial =
+    static_cast<uint32_t>(SharedSerial::kSegments);
 constexpr size_t kPrefixBytes = 48;
 
 // What each rank tells the others about one of its objects.
@@ -74,7 +76,6 @@ absl::StatusOr<std::unique_ptr<Supernode>> Supernode::Create(
   for (size_t i = 0; i < sn->members_.size(); ++i) {
     sn->local_index_[sn->members_[i]] = static_cast<int32_t>(i);
   }
-  sn->segments_.assign(map.size(), Segment{});
 
   // A bad setting on one rank must not leave the others waiting: it joins
   // the exchange with a zero-size contribution marked failed.
@@ -139,7 +140,8 @@ Supernode::~Supernode() {
   net_objects_.clear();
 }
 
-absl::Status Supernode::AttachSegment(Bootstrap& bootstrap, size_t size) {
+absl::Status Supernode::AttachSegment(Bootstrap& bootstrap, size_t size,
+                                      std::vector<Segment>* job_segments) {
   if (attached_) {
     return absl::FailedPreconditionError(
         "the PSHM segment is already attached");
@@ -163,9 +165,17 @@ absl::Status Supernode::AttachSegment(Bootstrap& bootstrap, size_t size) {
     local_bases_[i] =
         static_cast<unsigned char*>(segment_objects_[i].address());
   }
-  for (size_t r = 0; r < segments_.size(); ++r) {
-    segments_[r] = Segment{static_cast<uintptr_t>(addresses[r]),
-                           static_cast<size_t>(sizes[r])};
+  peer_segments_.assign(members_.size(), Segment{});
+  for (size_t i = 0; i < members_.size(); ++i) {
+    peer_segments_[i] = Segment{static_cast<uintptr_t>(addresses[members_[i]]),
+                                static_cast<size_t>(sizes[members_[i]])};
+  }
+  if (job_segments != nullptr) {
+    job_segments->assign(addresses.size(), Segment{});
+    for (size_t r = 0; r < addresses.size(); ++r) {
+      (*job_segments)[r] = Segment{static_cast<uintptr_t>(addresses[r]),
+                                   static_cast<size_t>(sizes[r])};
+    }
   }
   attached_ = true;
   return absl::OkStatus();
@@ -173,9 +183,11 @@ absl::Status Supernode::AttachSegment(Bootstrap& bootstrap, size_t size) {
 
 absl::StatusOr<SharedObject> ShareWithSupernode(Bootstrap& bootstrap,
                                                 const Supernode& supernode,
-                                                uint32_t serial, size_t bytes) {
+                                                SharedSerial serial,
+                                                size_t bytes) {
   const Rank first = supernode.members()[0];
-  const ObjectName name{supernode.job_prefix(), first, serial};
+  const ObjectName name{supernode.job_prefix(), first,
+                        static_cast<uint32_t>(serial)};
   const bool creator = supernode.my_index() == 0;
   SharedObject object = SharedObject::Empty();
   absl::Status status;
@@ -204,7 +216,7 @@ absl::StatusOr<SharedObject> ShareWithSupernode(Bootstrap& bootstrap,
   } else if (!creator) {
     status = absl::FailedPreconditionError(absl::StrFormat(
         "rank %u could not create the supernode's shared object %u", first,
-        serial));
+        static_cast<uint32_t>(serial)));
   }
   bootstrap.Barrier();  // Everyone has mapped it: the name can go.
   if (creator && status.ok()) status = object.RemoveName();
@@ -301,4 +313,4 @@ absl::Status Supernode::ShareObjects(Bootstrap& bootstrap, uint32_t serial,
   return absl::OkStatus();
 }
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm

@@ -35,7 +35,7 @@
 #include "pshm/segment_limits.h"
 #include "pshm/shared_object.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 
 // The job-unique prefix of every shared object name: rank 0's GEX_JOB_ID
 // (set by gasnetrun) or, started some other way, one rank 0 makes up.
@@ -44,15 +44,26 @@ std::string AgreeJobPrefix(Bootstrap& bootstrap);
 
 class Supernode;
 
+// The serials of the shared objects of one supernode, in one place: each
+// names a different object (ObjectName's serial), so two users must never
+// share one.
+enum class SharedSerial : uint32_t {
+  kNetwork = 0,    // The AM network's regions (one per rank).
+  kSegments = 1,   // The segments (one per rank).
+  kBarrier = 2,    // The barrier's flags (one per supernode).
+  kExitCells = 3,  // The exit protocol's cells (one per supernode).
+};
+
 // One shared object of `bytes` (zero-filled) for the whole supernode,
 // created by its first member and mapped by the others, for runtime state
 // its ranks share (barrier flags, the exit protocol's cells). `serial`
-// tells the objects of one supernode apart (0 and 1 are the network and
-// the segments). Collective over the job; the name is removed once every
-// rank has mapped it, so nothing can leak afterwards.
+// tells the objects of one supernode apart. Collective over the job; the
+// name is removed once every rank has mapped it, so nothing can leak
+// afterwards.
 absl::StatusOr<SharedObject> ShareWithSupernode(Bootstrap& bootstrap,
                                                 const Supernode& supernode,
-                                                uint32_t serial, size_t bytes);
+                                                SharedSerial serial,
+                                                size_t bytes);
 
 class Supernode {
  public:
@@ -94,22 +105,26 @@ class Supernode {
   // gasnet_getMaxLocalSegmentSize / gasnet_getMaxGlobalSegmentSize.
   uint64_t max_local_segment_size() const { return max_local_; }
   uint64_t max_global_segment_size() const { return max_global_; }
-  // Why max_local_segment_size() is what it is (for messages).
-  const std::string& segment_limit_reason() const { return limit_reason_; }
 
   // Creates this rank's segment of `size` bytes (rounded up to whole
   // pages; 0: no segment) and maps every peer's. Collective, once. A size
   // above max_local_segment_size() is an error on that rank (naming the
-  // size, the limit and why), and every rank's call then fails.
-  absl::Status AttachSegment(Bootstrap& bootstrap, size_t size);
+  // size, the limit and why), and every rank's call then fails. The
+  // exchange is job-wide, so on success `job_segments` (when not null)
+  // holds every rank's segment, by job rank: the job-wide table is the
+  // caller's (core/segment_table.h); this class keeps its peers' only.
+  absl::Status AttachSegment(Bootstrap& bootstrap, size_t size,
+                             std::vector<Segment>* job_segments = nullptr);
   bool attached() const { return attached_; }
 
-  // Any rank's segment (after AttachSegment), in its owner's addresses.
-  Segment segment(Rank r) const { return segments_[r]; }
-  // My own segment's address here.
-  void* my_segment() const {
-    return reinterpret_cast<void*>(segments_[members_[my_index_]].base);
+  // A supernode peer's segment (after AttachSegment), in its owner's
+  // addresses; empty for a rank that is not a peer.
+  Segment segment(Rank r) const {
+    const int32_t index = LocalIndex(r);
+    return index < 0 || !attached_ ? Segment{} : peer_segments_[index];
   }
+  // My own segment's address here.
+  void* my_segment() const { return local_bases_[my_index_]; }
 
   // Where [address, address + len) of rank `r`'s segment (an address as
   // `r` sees it) is mapped in this process, for direct loads and stores;
@@ -117,8 +132,8 @@ class Supernode {
   // segment.
   void* Translate(Rank r, uintptr_t address, size_t len) const {
     const int32_t index = LocalIndex(r);
-    if (index < 0) return nullptr;
-    const Segment& s = segments_[r];
+    if (index < 0 || !attached_) return nullptr;
+    const Segment& s = peer_segments_[index];
     if (address < s.base || len > s.size || address - s.base > s.size - len) {
       return nullptr;
     }
@@ -150,10 +165,10 @@ class Supernode {
   uint64_t max_global_ = 0;
   std::string limit_reason_;
   bool attached_ = false;
-  std::vector<Segment> segments_;            // By job rank.
+  std::vector<Segment> peer_segments_;       // By supernode index.
   std::vector<unsigned char*> local_bases_;  // By supernode index.
 };
 
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 #endif  // GEX_PSHM_SUPERNODE_H_

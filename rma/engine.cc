@@ -9,7 +9,7 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-namespace gex::rma {
+namespace gexrt::rma {
 namespace {
 
 // An AM-path operation's happens-before runs from the initiating thread
@@ -52,7 +52,7 @@ inline const Engine& EngineOf(void* token) {
 Engine::Engine(const Options& options, am::HandlerTable& handlers)
     : rank_(options.rank),
       size_(options.size),
-      sn_(options.supernode),
+      segments_(options.segments),
       transport_(options.transport),
       force_am_(options.force_am) {
   am::Entry entries[5];
@@ -105,15 +105,15 @@ void Engine::BadCall(const char* call, Rank rank, const void* remote,
 
 void Engine::CheckSegment(const char* call, Rank rank, const void* remote,
                           size_t n) const {
-  if (ABSL_PREDICT_FALSE(!sn_->attached())) {
+  if (ABSL_PREDICT_FALSE(!segments_->attached())) {
     FatalErrorF(
         "%s: no segment is attached yet (gex_Segment_Attach), so rank %u's "
         "[%p, +%zu) is outside it",
         call, rank, remote, n);
   }
-  const pshm::Supernode::Segment s = sn_->segment(rank);
   const auto a = reinterpret_cast<uintptr_t>(remote);
-  if (ABSL_PREDICT_FALSE(a < s.base || n > s.size || a - s.base > s.size - n)) {
+  if (ABSL_PREDICT_FALSE(!segments_->Contains(rank, a, n))) {
+    const SegmentEntry s = segments_->segment(rank);
     FatalErrorF(
         "%s: remote range [%p, +%zu) is outside rank %u's segment [%p, +%zu)",
         call, remote, n, rank, reinterpret_cast<void*>(s.base), s.size);
@@ -127,9 +127,21 @@ void Engine::WaitSlow(const char* call, const Counter& c) const {
   while (!c.Done()) Progress();
 }
 
-Issue Engine::PutAm(const char* call, Rank rank, void* dest, const void* src,
-                    size_t n, bool immediate, Counter& rc, Counter* lc) {
+Issue Engine::PutRemote(const char* call, Rank rank, void* dest,
+                        const void* src, size_t n, bool immediate, Counter& rc,
+                        Counter* lc) {
   CheckSegment(call, rank, dest, n);
+  if (transport_.rdma_put != nullptr && !force_am_) {
+    rc.Start(1);
+    if (lc != nullptr) lc->Start(1);
+    if (!transport_.rdma_put(transport_.context, rank, dest, src, n, immediate,
+                             rc, lc)) {
+      rc.Unstart(1);
+      if (lc != nullptr) lc->Unstart(1);
+      return Issue::kWouldBlock;
+    }
+    return Issue::kPending;
+  }
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   // Counted before the first send: a reply may arrive while a later chunk
   // waits for queue space.
@@ -155,13 +167,23 @@ Issue Engine::PutAm(const char* call, Rank rank, void* dest, const void* src,
   return Issue::kPending;
 }
 
-Issue Engine::GetAm(const char* call, void* dest, Rank rank, const void* src,
-                    size_t n, bool immediate, Counter& rc) {
+Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
+                        const void* src, size_t n, bool immediate,
+                        Counter& rc) {
   CheckSegment(call, rank, src, n);
+  if (transport_.rdma_get != nullptr && !force_am_) {
+    rc.Start(1);
+    if (!transport_.rdma_get(transport_.context, dest, rank, src, n, immediate,
+                             rc)) {
+      rc.Unstart(1);
+      return Issue::kWouldBlock;
+    }
+    return Issue::kPending;
+  }
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   rc.Start(chunks);
   HandOff(&rc);
-  const pshm::Supernode::Segment mine = sn_->segment(rank_);
+  const SegmentEntry mine = segments_->segment(rank_);
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(dest);
   for (uint64_t i = 0; i < chunks; ++i) {
@@ -170,9 +192,7 @@ Issue Engine::GetAm(const char* call, void* dest, Rank rank, const void* src,
     // A Long reply can land only in this rank's segment; anything else
     // comes back as a Medium that the reply handler copies out.
     const auto d = reinterpret_cast<uintptr_t>(to + offset);
-    const bool in_segment = sn_->attached() && d >= mine.base &&
-                            len <= mine.size &&
-                            d - mine.base <= mine.size - len;
+    const bool in_segment = segments_->Contains(rank_, d, len);
     uint32_t args[8];
     Split(from + offset, &args[0]);
     Split(to + offset, &args[2]);
@@ -244,4 +264,4 @@ void Engine::GetMediumReplyHandler(void*, void* buf, size_t nbytes, int32_t d0,
   c->Complete();
 }
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma

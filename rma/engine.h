@@ -1,9 +1,11 @@
 // The put/get engine: one-sided copies between this rank's memory and any
-// rank's segment, over two paths.
+// rank's segment, over a ladder of three rungs, the first that applies:
 //
 //  - Direct, for supernode peers: the peer's segment is mapped here
-//    (pshm::Supernode::Translate), so a Put or Get is one memcpy, complete
+//    (SegmentView::Translate), so a Put or Get is one memcpy, complete
 //    (locally and remotely) when it returns. On smp every peer is one.
+//  - The conduit's RDMA, when the conduit has it (Transport::rdma_put /
+//    rdma_get): the conduit moves the bytes and completes the counters.
 //  - Active Messages, for every other peer, and for all of them with
 //    GEX_RMA_FORCE_AM=1 (the debug setting that lets tests drive this
 //    path on one host). Transport-neutral: it needs only a Request, a
@@ -42,10 +44,10 @@
 #include "am/handler_table.h"
 #include "am/token.h"
 #include "bootstrap/bootstrap.h"
-#include "pshm/supernode.h"
 #include "rma/event.h"
+#include "rma/segment_view.h"
 
-namespace gex::rma {
+namespace gexrt::rma {
 
 // How the AM path sends and waits.
 struct Transport {
@@ -66,6 +68,19 @@ struct Transport {
                 const void* payload, size_t len, void* long_dest) = nullptr;
   // One round of waiting: poll, and yield when the host is oversubscribed.
   void (*wait)(void* context) = nullptr;
+
+  // The conduit's RDMA (null: the conduit has none, the AM path serves).
+  // Starts a Put of [src, +len) to `dest` (in `rank`'s segment, as `rank`
+  // sees it) or a Get of [src, +len) there into `dest`, and calls
+  // Complete() on `rc` once the data is delivered (and on `lc`, when not
+  // null, once the source may be reused), from any thread or a later
+  // poll. The engine has called Start(1) on each. Returns false, having
+  // started nothing, when `immediate` and it would have to wait.
+  bool (*rdma_put)(void* context, Rank rank, void* dest, const void* src,
+                   size_t len, bool immediate, Counter& rc,
+                   Counter* lc) = nullptr;
+  bool (*rdma_get)(void* context, void* dest, Rank rank, const void* src,
+                   size_t len, bool immediate, Counter& rc) = nullptr;
 };
 
 enum class Issue {
@@ -81,7 +96,9 @@ class Engine {
   struct Options {
     Rank rank = 0;
     Rank size = 1;
-    const pshm::Supernode* supernode = nullptr;
+    // The job's segments (core's table; read when each call is made, so
+    // it may be filled after the engine is built).
+    const SegmentView* segments = nullptr;
     Transport transport;
     // GEX_RMA_FORCE_AM: every operation over Active Messages.
     bool force_am = false;
@@ -105,7 +122,8 @@ class Engine {
     Check(call, rank, dest, src, n);
     if (n == 0) return true;
     if (!force_am_) {
-      void* local = sn_->Translate(rank, reinterpret_cast<uintptr_t>(dest), n);
+      void* local =
+          segments_->Translate(rank, reinterpret_cast<uintptr_t>(dest), n);
       if (ABSL_PREDICT_TRUE(local != nullptr)) {
         std::memcpy(local, src, n);
         return true;
@@ -120,7 +138,7 @@ class Engine {
     if (n == 0) return true;
     if (!force_am_) {
       const void* local =
-          sn_->Translate(rank, reinterpret_cast<uintptr_t>(src), n);
+          segments_->Translate(rank, reinterpret_cast<uintptr_t>(src), n);
       if (ABSL_PREDICT_TRUE(local != nullptr)) {
         std::memcpy(dest, local, n);
         return true;
@@ -129,15 +147,16 @@ class Engine {
     return false;
   }
 
-  // The AM path, after PutDirect/GetDirect returned false: a fatal error
-  // when the remote range is outside the peer's segment; else starts the
+  // The rungs below direct, after PutDirect/GetDirect returned false: a
+  // fatal error when the remote range is outside the peer's segment; else
+  // the conduit's RDMA when it has one, or the AM path, which starts the
   // chunks in `rc` (and, for a Put, in `lc` when not null, completing them
   // as each chunk's payload is copied). With `immediate` only the first
   // chunk may be refused (then nothing is started); later ones wait.
-  Issue PutAm(const char* call, Rank rank, void* dest, const void* src,
-              size_t n, bool immediate, Counter& rc, Counter* lc);
-  Issue GetAm(const char* call, void* dest, Rank rank, const void* src,
-              size_t n, bool immediate, Counter& rc);
+  Issue PutRemote(const char* call, Rank rank, void* dest, const void* src,
+                  size_t n, bool immediate, Counter& rc, Counter* lc);
+  Issue GetRemote(const char* call, void* dest, Rank rank, const void* src,
+                  size_t n, bool immediate, Counter& rc);
 
   // Waits (making progress) until `c` is done. Fatal, naming `call`, from
   // an AM handler.
@@ -181,7 +200,7 @@ class Engine {
 
   Rank rank_;
   Rank size_;
-  const pshm::Supernode* sn_;
+  const SegmentView* segments_;
   Transport transport_;
   bool force_am_;
   uint8_t put_request_ = 0;
@@ -191,6 +210,6 @@ class Engine {
   uint8_t get_medium_reply_ = 0;
 };
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma
 
 #endif  // GEX_RMA_ENGINE_H_

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <mutex>
 
-namespace gex::rma {
+namespace gexrt::rma {
 
 // The free list: each thread keeps a short list of its own (no lock on the
 // common path, where the thread that retires operations also issues them);
@@ -115,4 +115,4 @@ bool Operation::TestLeaf(gex_Event_opaque* self) {
   return static_cast<Leaf*>(self)->root->lc.Done();
 }
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma

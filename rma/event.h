@@ -23,14 +23,14 @@
 #include <atomic>
 #include <cstdint>
 
-namespace gex::rma {
+namespace gexrt::rma {
 
 // gex_Event_opaque::magic of a handle that may be tested, and of one whose
 // operation has been retired (kept in the free list).
 inline constexpr uint32_t kLiveEvent = 0x45764e74u;
 inline constexpr uint32_t kDeadEvent = 0x44656164u;
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma
 
 struct gex_Event_opaque {
   // Returns whether the event has completed. A root event is then retired:
@@ -39,10 +39,10 @@ struct gex_Event_opaque {
   // kLiveEvent while the handle may be tested. The test and wait calls
   // check it before calling `test`, so a pointer that is not an event (or
   // a retired one) is reported instead of being called through.
-  uint32_t magic = gex::rma::kLiveEvent;
+  uint32_t magic = gexrt::rma::kLiveEvent;
 };
 
-namespace gex::rma {
+namespace gexrt::rma {
 
 class Counter {
  public:
@@ -100,6 +100,6 @@ class Operation final : public gex_Event_opaque {
   Operation* next_free_ = nullptr;
 };
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma
 
 #endif  // GEX_RMA_EVENT_H_

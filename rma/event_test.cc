@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "rma/nbi.h"
 
-namespace gex::rma {
+namespace gexrt::rma {
 namespace {
 
 TEST(CounterTest, DoneWhenEveryStartedOperationCompleted) {
@@ -138,4 +138,4 @@ TEST(NbiDeathTest, NestedBeginAndEndWithoutBeginAreFatal) {
 }
 
 }  // namespace
-}  // namespace gex::rma
+}  // namespace gexrt::rma

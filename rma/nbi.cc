@@ -2,7 +2,7 @@
 
 #include "base/fatal.h"
 
-namespace gex::rma {
+namespace gexrt::rma {
 
 thread_local Nbi Nbi::tl_nbi;
 
@@ -32,4 +32,4 @@ Operation* Nbi::End(const char* call) {
   return op;
 }
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma

@@ -14,7 +14,7 @@
 
 #include "rma/event.h"
 
-namespace gex::rma {
+namespace gexrt::rma {
 
 // Event categories, with the values of gasnetex.h's GEX_EC_* (checked
 // there).
@@ -61,6 +61,6 @@ class Nbi {
   static thread_local Nbi tl_nbi;
 };
 
-}  // namespace gex::rma
+}  // namespace gexrt::rma
 
 #endif  // GEX_RMA_NBI_H_

@@ -11,9 +11,9 @@
 #include "pshm/shared_object.h"
 
 int main(int argc, char** argv) {
-  return gex::spawn::GasnetrunMain(
+  return gexrt::spawn::GasnetrunMain(
       argc, argv,
       {.conduit = "smp",
-       .default_spawner = gex::spawn::SpawnerKind::kFork,
-       .cleanup = gex::pshm::RemoveJobObjects});
+       .default_spawner = gexrt::spawn::SpawnerKind::kFork,
+       .cleanup = gexrt::pshm::RemoveJobObjects});
 }

@@ -27,7 +27,7 @@
 #include "base/job_rank.h"
 #include "base/timer.h"
 
-namespace gex {
+namespace gexrt {
 namespace {
 
 uint64_t PhysicalMemoryBytes() {
@@ -99,6 +99,6 @@ int Main() {
 }
 
 }  // namespace
-}  // namespace gex
+}  // namespace gexrt
 
-int main() { return gex::Main(); }
+int main() { return gexrt::Main(); }

@@ -29,27 +29,27 @@ struct RankCard {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::unique_ptr<gex::Bootstrap> b = gex::CreateBootstrap();
-  const gex::Rank me = b->rank();
-  const gex::Rank n = b->size();
-  if (argc > 1 && static_cast<gex::Rank>(std::atoi(argv[1])) == me) {
+  std::unique_ptr<gexrt::Bootstrap> b = gexrt::CreateBootstrap();
+  const gexrt::Rank me = b->rank();
+  const gexrt::Rank n = b->size();
+  if (argc > 1 && static_cast<gexrt::Rank>(std::atoi(argv[1])) == me) {
     std::printf("rank %u: exiting with code 3 without saying goodbye\n", me);
     std::fflush(stdout);
     _exit(3);
   }
-  gex::NodeMap map = gex::DiscoverNodeMap(*b);
+  gexrt::NodeMap map = gexrt::DiscoverNodeMap(*b);
 
   RankCard mine{};
   mine.pid = getpid();
-  std::snprintf(mine.host, sizeof mine.host, "%s", gex::Hostname().c_str());
+  std::snprintf(mine.host, sizeof mine.host, "%s", gexrt::Hostname().c_str());
   std::vector<RankCard> all(n);
   b->Allgather(&mine, sizeof mine, all.data());
 
   if (me == 0) {
     std::printf("a job of %u rank(s) on %u host(s), %u supernode(s)\n", n,
                 map.host_count(), map.supernode_count());
-    for (gex::Rank r = 0; r < n; ++r) {
-      const gex::RankPlace& p = map.place(r);
+    for (gexrt::Rank r = 0; r < n; ++r) {
+      const gexrt::RankPlace& p = map.place(r);
       std::printf(
           "  rank %u: pid %d on %s, host %u, supernode %u (%u of %zu)\n", r,
           all[r].pid, all[r].host, p.host, p.supernode, p.supernode_index,

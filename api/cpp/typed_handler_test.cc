@@ -3,8 +3,9 @@
 // false, since a call that fails to compile cannot be a passing test), the
 // handler signatures that are accepted, and the trampolines' conversion of
 // argument words back to each parameter type. Also that the public gex::
-// names sit beside the library's internal ones (bootstrap/bootstrap.h
-// defines gex::Rank too, as the same type). No GASNet function is called.
+// names sit beside the library's internal ones, which live in gexrt:: so
+// the two never collide (bootstrap/bootstrap.h defines gexrt::Rank). No
+// GASNet function is called.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bootstrap/bootstrap.h"  // the internal gex::Rank
+#include "bootstrap/bootstrap.h"  // the internal gexrt::Rank
 #include "gex/gex.hpp"
 #include "gtest/gtest.h"
 
@@ -294,6 +295,7 @@ static_assert(
 TEST(TypesTest, PublicRankIsTheInternalRank) {
   static_assert(std::is_same_v<gex::Rank, gex_Rank_t>);
   static_assert(std::is_same_v<gex::Rank, uint32_t>);
+  static_assert(std::is_same_v<gex::Rank, gexrt::Rank>);
   EXPECT_EQ(gex::kRankInvalid, GEX_RANK_INVALID);
 }
 

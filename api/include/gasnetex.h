@@ -54,10 +54,14 @@
 #define GASNETI_THREAD_MODE_SUFFIX SEQ
 #endif
 
-#if defined(GASNET_CONDUIT_SMP)
-#define GASNET_CONDUIT_NAME SMP
-#define GASNET_CONDUIT_NAME_STR "SMP"
-#define GASNET_CONDUIT_NAME_STR_LC "smp"
+/* The conduit's final library (//conduit:conduit.bzl) defines
+ * GASNET_CONDUIT_<NAME>=1, GASNET_CONDUIT_NAME=<NAME> and
+ * _GEX_CONDUIT_NAME_LC=<name> for its clients; the strings follow. */
+#define _GEX_STR(x) #x
+#define _GEX_XSTR(x) _GEX_STR(x)
+#if defined(GASNET_CONDUIT_NAME) && !defined(GASNET_CONDUIT_NAME_STR)
+#define GASNET_CONDUIT_NAME_STR _GEX_XSTR(GASNET_CONDUIT_NAME)
+#define GASNET_CONDUIT_NAME_STR_LC _GEX_XSTR(_GEX_CONDUIT_NAME_LC)
 #elif !defined(GASNET_CONDUIT_NAME_STR)
 #error "no GASNet conduit: depend on //conduit/<name>:gasnet_<name>_seq or _par"
 #endif

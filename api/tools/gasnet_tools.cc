@@ -30,7 +30,7 @@
 #include "base/string_view.h"
 #include "base/timer.h"
 
-namespace gex::tools {
+namespace gexrt::tools {
 namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
@@ -127,23 +127,23 @@ int PrintBacktraceIfEnabled(int fd) {
 }
 
 }  // namespace
-}  // namespace gex::tools
+}  // namespace gexrt::tools
 
 extern "C" {
 
 // ---- timers ----------------------------------------------------------------
 
-gasnett_tick_t gasnett_ticks_now(void) { return gex::TicksNow(); }
+gasnett_tick_t gasnett_ticks_now(void) { return gexrt::TicksNow(); }
 
 uint64_t gasnett_ticks_to_ns(gasnett_tick_t ticks) {
-  return gex::TicksToNs(ticks);
+  return gexrt::TicksToNs(ticks);
 }
 
 double gasnett_tick_granularityus(void) {
-  return gex::TickGranularityNs() / 1000.0;
+  return gexrt::TickGranularityNs() / 1000.0;
 }
 
-double gasnett_tick_overheadus(void) { return gex::TickOverheadNs() / 1000.0; }
+double gasnett_tick_overheadus(void) { return gexrt::TickOverheadNs() / 1000.0; }
 
 void gasnett_nsleep(uint64_t ns) {
   timespec remaining;
@@ -159,11 +159,11 @@ void gasnett_nsleep(uint64_t ns) {
 void gasnett_fatalerror(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  std::string message = gex::tools::VFormat(format, args);
+  std::string message = gexrt::tools::VFormat(format, args);
   va_end(args);
   // FatalError ends the line itself; GASNet clients often end theirs too.
   while (!message.empty() && message.back() == '\n') message.pop_back();
-  gex::FatalError(message);
+  gexrt::FatalError(message);
 }
 
 void gasnett_killmyprocess(int exitcode) { _exit(exitcode); }
@@ -192,17 +192,17 @@ int gasnett_print_backtrace(int fd) {
 }
 
 int (*gasnett_print_backtrace_ifenabled)(int fd) =
-    &gex::tools::PrintBacktraceIfEnabled;
+    &gexrt::tools::PrintBacktraceIfEnabled;
 
 // ---- system queries and control --------------------------------------------
 
 const char* gasnett_gethostname(void) {
   // Computed once and never freed: the pointer stays valid through exit.
-  static const std::string* const name = new std::string(gex::Hostname());
+  static const std::string* const name = new std::string(gexrt::Hostname());
   return name->c_str();
 }
 
-int gasnett_cpu_count(void) { return gex::OnlineCpuCount(); }
+int gasnett_cpu_count(void) { return gexrt::OnlineCpuCount(); }
 
 uint64_t gasnett_getPhysMemSz(int failureIsFatal) {
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -211,7 +211,7 @@ uint64_t gasnett_getPhysMemSz(int failureIsFatal) {
     return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
   }
   if (failureIsFatal) {
-    gex::FatalError(
+    gexrt::FatalError(
         "gasnett_getPhysMemSz: cannot determine the size of physical memory");
   }
   return 0;
@@ -225,7 +225,7 @@ void gasnett_set_affinity(int rank) {
   // A dynamically sized set: cpu_set_t holds only 1024 CPUs.
   cpu_set_t* set = CPU_ALLOC(cpu + 1);
   if (set == nullptr) {
-    gex::WarningF("gasnett_set_affinity(%d): out of memory", rank);
+    gexrt::WarningF("gasnett_set_affinity(%d): out of memory", rank);
     return;
   }
   const size_t bytes = CPU_ALLOC_SIZE(cpu + 1);
@@ -233,7 +233,7 @@ void gasnett_set_affinity(int rank) {
   CPU_SET_S(cpu, bytes, set);
   // pid 0: the calling thread only.
   if (sched_setaffinity(0, bytes, set) != 0) {
-    gex::WarningF("gasnett_set_affinity(%d): cannot bind to CPU %d: %s", rank,
+    gexrt::WarningF("gasnett_set_affinity(%d): cannot bind to CPU %d: %s", rank,
                   cpu, std::strerror(errno));
   }
   CPU_FREE(set);
@@ -248,65 +248,65 @@ char* gasnett_getenv(const char* keyname) { return std::getenv(keyname); }
 char* gasnett_getenv_withdefault(const char* keyname, const char* defaultval) {
   // GetString reports the setting; the pointer returned is the
   // environment's own string (or the caller's default), as GASNet's is.
-  gex::env::GetString(keyname, defaultval != nullptr ? defaultval : "");
+  gexrt::env::GetString(keyname, defaultval != nullptr ? defaultval : "");
   char* raw = std::getenv(keyname);
-  if (raw != nullptr && !gex::StripWhitespace(raw).empty()) return raw;
+  if (raw != nullptr && !gexrt::StripWhitespace(raw).empty()) return raw;
   return const_cast<char*>(defaultval);
 }
 
 int gasnett_getenv_yesno_withdefault(const char* keyname, int defaultval) {
-  return gex::env::GetBool(keyname, defaultval != 0) ? 1 : 0;
+  return gexrt::env::GetBool(keyname, defaultval != 0) ? 1 : 0;
 }
 
 int64_t gasnett_getenv_int_withdefault(const char* keyname, int64_t defaultval,
                                        uint64_t mem_size_multiplier) {
-  if (mem_size_multiplier == 0) return gex::env::GetInt(keyname, defaultval);
-  const std::optional<std::string> raw = gex::env::GetRaw(keyname);
-  const std::optional<gex::env::SizeUnit> unit =
-      gex::tools::UnitOf(mem_size_multiplier);
+  if (mem_size_multiplier == 0) return gexrt::env::GetInt(keyname, defaultval);
+  const std::optional<std::string> raw = gexrt::env::GetRaw(keyname);
+  const std::optional<gexrt::env::SizeUnit> unit =
+      gexrt::tools::UnitOf(mem_size_multiplier);
   if (unit.has_value() && defaultval >= 0) {
     // The base layer's getter: it reports, and fails on malformed text.
     const uint64_t bytes =
-        gex::env::GetSize(keyname, static_cast<uint64_t>(defaultval), *unit);
-    absl::StatusOr<int64_t> value = gex::tools::BytesAsInt64(bytes);
+        gexrt::env::GetSize(keyname, static_cast<uint64_t>(defaultval), *unit);
+    absl::StatusOr<int64_t> value = gexrt::tools::BytesAsInt64(bytes);
     if (!value.ok()) {
-      gex::tools::InvalidVariable(keyname, raw.value_or(""), value.status());
+      gexrt::tools::InvalidVariable(keyname, raw.value_or(""), value.status());
     }
     return *value;
   }
-  if (gex::tools::IsUnsetOrEmpty(raw)) return defaultval;
+  if (gexrt::tools::IsUnsetOrEmpty(raw)) return defaultval;
   absl::StatusOr<int64_t> value =
-      gex::tools::ParseIntOrSize(*raw, mem_size_multiplier);
-  if (!value.ok()) gex::tools::InvalidVariable(keyname, *raw, value.status());
+      gexrt::tools::ParseIntOrSize(*raw, mem_size_multiplier);
+  if (!value.ok()) gexrt::tools::InvalidVariable(keyname, *raw, value.status());
   return *value;
 }
 
 double gasnett_getenv_dbl_withdefault(const char* keyname, double defaultval) {
-  return gex::env::GetDecimal(keyname, defaultval);
+  return gexrt::env::GetDecimal(keyname, defaultval);
 }
 
 int64_t gasnett_parse_int(const char* str, uint64_t mem_size_multiplier) {
   absl::StatusOr<int64_t> value =
-      gex::tools::ParseIntOrSize(str, mem_size_multiplier);
+      gexrt::tools::ParseIntOrSize(str, mem_size_multiplier);
   if (!value.ok()) {
-    gex::FatalErrorF("gasnett_parse_int: invalid value \"%s\": %s", str,
-                     gex::ToStd(value.status().message()));
+    gexrt::FatalErrorF("gasnett_parse_int: invalid value \"%s\": %s", str,
+                     gexrt::ToStd(value.status().message()));
   }
   return *value;
 }
 
-int gasnett_verboseenv(void) { return gex::env::VerboseEnv() ? 1 : 0; }
+int gasnett_verboseenv(void) { return gexrt::env::VerboseEnv() ? 1 : 0; }
 
 void gasnett_setenv(const char* key, const char* value) {
   if (setenv(key, value, /*overwrite=*/1) != 0) {
-    gex::FatalErrorF("gasnett_setenv(\"%s\", \"%s\"): %s", key, value,
+    gexrt::FatalErrorF("gasnett_setenv(\"%s\", \"%s\"): %s", key, value,
                      std::strerror(errno));
   }
 }
 
 void gasnett_unsetenv(const char* key) {
   if (unsetenv(key) != 0) {
-    gex::FatalErrorF("gasnett_unsetenv(\"%s\"): %s", key, std::strerror(errno));
+    gexrt::FatalErrorF("gasnett_unsetenv(\"%s\"): %s", key, std::strerror(errno));
   }
 }
 

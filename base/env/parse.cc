@@ -16,7 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "base/string_view.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 // The accepted forms, quoted in every error so the user sees how to fix it.
@@ -505,4 +505,4 @@ std::string_view TopologyLevelName(TopologyLevel level) {
   return "?";
 }
 
-}  // namespace gex::env
+}  // namespace gexrt::env

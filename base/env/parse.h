@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gex::env {
+namespace gexrt::env {
 
 // Booleans: 1/0, yes/no, y/n, true/false, on/off, in any case.
 absl::StatusOr<bool> ParseBool(std::string_view text);
@@ -153,6 +153,6 @@ enum class TopologyLevel {
 absl::StatusOr<TopologyLevel> ParseTopologyLevel(std::string_view text);
 std::string_view TopologyLevelName(TopologyLevel level);
 
-}  // namespace gex::env
+}  // namespace gexrt::env
 
 #endif  // GEX_BASE_ENV_PARSE_H_

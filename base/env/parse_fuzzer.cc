@@ -17,7 +17,7 @@
 
 #include "base/env/parse.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 void Check(bool ok, const char* property, std::string_view input) {
@@ -93,11 +93,11 @@ void FuzzOne(uint8_t selector, std::string_view text) {
 }
 
 }  // namespace
-}  // namespace gex::env
+}  // namespace gexrt::env
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  gex::env::FuzzOne(
+  gexrt::env::FuzzOne(
       data[0],
       std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
   return 0;

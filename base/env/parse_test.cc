@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 using ::testing::ElementsAre;
@@ -309,4 +309,4 @@ TEST(ParseTopologyLevelTest, RejectsUnknown) {
 }
 
 }  // namespace
-}  // namespace gex::env
+}  // namespace gexrt::env

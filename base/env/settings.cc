@@ -16,7 +16,7 @@
 #include "base/stderr_line.h"
 #include "base/string_view.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 // Variables GASNet users may still set that we do not honour, with what to
@@ -330,4 +330,4 @@ void ResetForTest() {
 }
 
 }  // namespace internal
-}  // namespace gex::env
+}  // namespace gexrt::env

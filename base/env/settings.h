@@ -34,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "base/env/parse.h"
 
-namespace gex::env {
+namespace gexrt::env {
 
 // The raw value, or nullopt when unset. Not reported by GASNET_VERBOSEENV.
 std::optional<std::string> GetRaw(std::string_view name);
@@ -124,6 +124,6 @@ void SetReportSinkForTest(ReportSink sink);
 void ResetForTest();
 }  // namespace internal
 
-}  // namespace gex::env
+}  // namespace gexrt::env
 
 #endif  // GEX_BASE_ENV_SETTINGS_H_

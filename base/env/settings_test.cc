@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 using ::testing::ElementsAre;
@@ -298,4 +298,4 @@ TEST_F(SettingsTest, TopologyFamilyDefaultsToSocket) {
 }
 
 }  // namespace
-}  // namespace gex::env
+}  // namespace gexrt::env

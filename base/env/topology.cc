@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "base/string_view.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 // Reads a sysfs file holding one line. NotFound when it does not exist.
@@ -160,4 +160,4 @@ std::optional<int> BoundObjectIndex(TopologyLevel level) {
   return ContainingGroup(*affinity, *groups);
 }
 
-}  // namespace gex::env
+}  // namespace gexrt::env

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "base/env/parse.h"
 
-namespace gex::env {
+namespace gexrt::env {
 
 // CPU numbers, sorted ascending, no duplicates.
 using CpuSet = std::vector<int>;
@@ -39,6 +39,6 @@ absl::StatusOr<CpuSet> ProcessAffinity();
 // topology cannot be read.
 std::optional<int> BoundObjectIndex(TopologyLevel level);
 
-}  // namespace gex::env
+}  // namespace gexrt::env
 
 #endif  // GEX_BASE_ENV_TOPOLOGY_H_

@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::env {
+namespace gexrt::env {
 namespace {
 
 using ::testing::ElementsAre;
@@ -128,4 +128,4 @@ TEST(RealTopologyTest, AffinityAndGroupsAgree) {
 }
 
 }  // namespace
-}  // namespace gex::env
+}  // namespace gexrt::env

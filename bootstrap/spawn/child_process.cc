@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 // Only async-signal-safe calls between fork and exec: the launcher may
@@ -193,4 +193,4 @@ absl::StatusOr<std::string> ResolveProgram(const std::string& program) {
       absl::StrFormat("program '%s' was not found in PATH", program));
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 struct ChildSpec {
   // argv[0] is looked up in PATH when it has no '/'.
@@ -65,6 +65,6 @@ int ExitCodeOf(int wait_status);
 // directory.
 absl::StatusOr<std::string> ResolveProgram(const std::string& program);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_CHILD_PROCESS_H_

@@ -21,7 +21,7 @@ extern "C" {
 #include "base/status.h"
 #include "base/stderr_line.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 // The command socket carries, first, the guard's pid to the launcher, then
@@ -221,4 +221,4 @@ void CleanupGuard::Dismiss() {
   }
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -32,7 +32,7 @@
 #include "absl/time/time.h"
 #include "bootstrap/spawn/job_cleanup.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 class CleanupGuard {
  public:
@@ -76,6 +76,6 @@ class CleanupGuard {
   int pidfd_ = -1;     // the guard process, to wait for its exit
 };
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_CLEANUP_GUARD_H_

@@ -20,7 +20,7 @@ extern "C" {
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 using ::testing::ElementsAre;
@@ -183,4 +183,4 @@ TEST(CleanupGuardTest, InactiveGuardDoesNothing) {
 }
 
 }  // namespace
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

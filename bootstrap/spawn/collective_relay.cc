@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 // "3", "3, 5-7": compact lists of ranks for messages.
@@ -306,4 +306,4 @@ absl::Time CollectiveRelay::NextDeadline() const {
   return next;
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -31,7 +31,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/messages.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 class CollectiveRelay {
  public:
@@ -114,6 +114,6 @@ class CollectiveRelay {
   size_t gone_count_ = 0;
 };
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_COLLECTIVE_RELAY_H_

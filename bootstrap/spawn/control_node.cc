@@ -23,7 +23,7 @@
 #include "bootstrap/launcher_bootstrap.h"
 #include "bootstrap/wire.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 // After the job has been killed, how long stragglers (remote shells,
@@ -1022,4 +1022,4 @@ int ControlNode::Run() {
   return options_.is_root ? job_code_ : 0;
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -37,7 +37,7 @@
 #include "bootstrap/spawn/job_cleanup.h"
 #include "bootstrap/spawn/line_forwarder.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 struct ControlNodeOptions {
   Rank job_size = 1;
@@ -185,6 +185,6 @@ class ControlNode {
   std::optional<absl::Time> connect_deadline_;
 };
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_CONTROL_NODE_H_

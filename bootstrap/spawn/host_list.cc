@@ -21,7 +21,7 @@
 #include "base/status.h"
 #include "base/string_view.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 bool IsHostChar(char c) {
@@ -234,4 +234,4 @@ absl::StatusOr<std::vector<HostRanks>> LayOutRanks(int64_t ranks, int64_t nodes,
   return layout;
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 struct HostList {
   std::vector<std::string> hosts;
@@ -89,6 +89,6 @@ struct HostRanks {
 absl::StatusOr<std::vector<HostRanks>> LayOutRanks(int64_t ranks, int64_t nodes,
                                                    const HostList& hosts);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_HOST_LIST_H_

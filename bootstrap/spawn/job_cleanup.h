@@ -11,7 +11,7 @@
 
 #include "absl/types/span.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 // `job_id` is the job's GEX_JOB_ID; `rank_pids` the pids of the ranks this
 // launcher started. Returns how many objects it removed. Must not fail
@@ -19,6 +19,6 @@ namespace gex::spawn {
 using JobCleanup = int (*)(std::string_view job_id,
                            absl::Span<const pid_t> rank_pids);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_JOB_CLEANUP_H_

@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "base/string_view.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 constexpr SpawnerKind kAllSpawners[] = {SpawnerKind::kFork, SpawnerKind::kSsh,
@@ -254,4 +254,4 @@ absl::StatusOr<SpawnerKind> ResolveSpawner(const LaunchOptions& options,
   return *kind;
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

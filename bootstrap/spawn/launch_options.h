@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 // How the processes of a job are started.
 enum class SpawnerKind {
@@ -87,6 +87,6 @@ absl::StatusOr<SpawnerKind> ResolveSpawner(const LaunchOptions& options,
 // "GASNET_<conduit_upper>_SPAWNER", the variable ResolveSpawner reads.
 std::string SpawnerVariable(std::string_view conduit_upper);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_LAUNCH_OPTIONS_H_

@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 using ::testing::ElementsAre;
@@ -267,4 +267,4 @@ TEST(ResolveSpawnerTest, BadEnvironmentValueNamesVariable) {
 }
 
 }  // namespace
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

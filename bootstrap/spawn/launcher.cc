@@ -29,7 +29,7 @@
 
 extern char** environ;
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 constexpr int kUsageError = 2;
@@ -398,4 +398,4 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   return node.Run();
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

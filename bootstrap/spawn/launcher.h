@@ -14,7 +14,7 @@
 #include "bootstrap/spawn/job_cleanup.h"
 #include "bootstrap/spawn/launch_options.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 struct ConduitLauncher {
   std::string conduit;  // "smp": names the tool and the variable
@@ -28,6 +28,6 @@ struct ConduitLauncher {
 // 0 for -h and -t, 2 for a usage error, 1 when the job cannot start.
 int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_LAUNCHER_H_

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 LineForwarder::LineForwarder(int out_fd, size_t max_line)
     : out_fd_(out_fd), max_line_(std::max<size_t>(max_line, 1)) {}
@@ -102,4 +102,4 @@ void LineForwarder::WriteAll(const char* data, size_t size) {
   }
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -17,7 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 class LineForwarder {
  public:
@@ -75,6 +75,6 @@ class LineForwarder {
   absl::flat_hash_map<int, std::string> pending_;
 };
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_LINE_FORWARDER_H_

@@ -18,7 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 using ::testing::ElementsAre;
@@ -400,4 +400,4 @@ TEST(LineForwarderTest, InterruptedWritesAreResumed) {
 }
 
 }  // namespace
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

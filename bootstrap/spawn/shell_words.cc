@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 bool IsSeparator(char c) { return c == ' ' || c == '\t' || c == '\n'; }
@@ -158,4 +158,4 @@ std::string ShellJoin(absl::Span<const std::string> words) {
   return joined;
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 // Splits `text` into words the way sh's tokenizer does, with quote removal
 // but no expansion, globbing or operators:
@@ -46,6 +46,6 @@ std::string ShellQuote(std::string_view word);
 // arguments and stay bare.
 std::string ShellJoin(absl::Span<const std::string> words);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_SHELL_WORDS_H_

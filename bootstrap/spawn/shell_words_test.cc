@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 using ::testing::ElementsAre;
@@ -254,4 +254,4 @@ TEST(ShellWordsRoundTripTest, ShRunsSpecialFirstWordsAsCommands) {
 }
 
 }  // namespace
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

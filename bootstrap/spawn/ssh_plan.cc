@@ -9,7 +9,7 @@
 #include "bootstrap/spawn/host_list.h"
 #include "bootstrap/spawn/shell_words.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 absl::StatusOr<SshSettings> SshSettingsFromEnvironment(
     const std::function<const char*(const char*)>& getenv,
@@ -212,4 +212,4 @@ std::vector<std::string> RemoteShellArgv(const SshSettings& settings,
   return argv;
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

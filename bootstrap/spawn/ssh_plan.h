@@ -33,7 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 enum class SshTopology { kFlat, kNary };
 
@@ -103,6 +103,6 @@ std::vector<std::string> RemoteShellArgv(const SshSettings& settings,
                                          const std::string& host,
                                          const std::string& remote_command);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_SSH_PLAN_H_

@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 namespace {
 
 using ::testing::AllOf;
@@ -640,4 +640,4 @@ TEST(RemoteShellArgvTest, AppendsHostThenCommand) {
 }
 
 }  // namespace
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

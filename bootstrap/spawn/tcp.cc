@@ -19,7 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 absl::StatusOr<Listener> ListenOnAnyPort() {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -127,4 +127,4 @@ absl::Status SplitHostPort(const std::string& text, std::string* host,
   return absl::OkStatus();
 }
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace gex::spawn {
+namespace gexrt::spawn {
 
 struct Listener {
   int fd = -1;  // non-blocking, close-on-exec
@@ -38,6 +38,6 @@ std::string DefaultAdvertisedAddress();
 absl::Status SplitHostPort(const std::string& text, std::string* host,
                            uint16_t* port);
 
-}  // namespace gex::spawn
+}  // namespace gexrt::spawn
 
 #endif  // GEX_BOOTSTRAP_SPAWN_TCP_H_

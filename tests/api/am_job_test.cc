@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 std::string RanksName(const ::testing::TestParamInfo<int>& info) {
@@ -123,4 +123,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 
 JobResult RunApiJob(const std::string& client, int n,
                     const std::vector<std::string>& args,
@@ -119,4 +119,4 @@ long long Field(const std::string& line, const std::string& key) {
   return std::atoll(m[2].str().c_str());
 }
 
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -11,7 +11,7 @@
 
 #include "tests/testing/job_runner.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 
 // Runs `n` ranks of tests/api/<client> with `args`, with none of the PSHM
 // and launcher variables of the test's environment, then those of `env`
@@ -50,6 +50,6 @@ std::string TestName(std::string mode);
 // The number after "key=" in `line` (-1 when absent).
 long long Field(const std::string& line, const std::string& key);
 
-}  // namespace gex::testing
+}  // namespace gexrt::testing
 
 #endif  // GEX_TESTS_API_API_JOB_H_

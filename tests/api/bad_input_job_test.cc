@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 struct BadInput {
@@ -49,4 +49,4 @@ TEST(BadInputJobTest, Nargs17IsAnErrorReturnNotAFatalError) {
 }
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

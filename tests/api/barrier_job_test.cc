@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 class BarrierJobTest
@@ -51,4 +51,4 @@ INSTANTIATE_TEST_SUITE_P(ModesRanksGroups, BarrierJobTest,
                          });
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

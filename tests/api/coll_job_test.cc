@@ -16,7 +16,7 @@
 #include "tests/api/api_job.h"
 #include "tests/api/tsan_reports.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 // The collectives each rank checks, by mode, in a job of n ranks.
@@ -99,4 +99,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return TestName(info.param.mode); });
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -22,7 +22,7 @@
 #include "tests/api/api_job.h"
 #include "tests/api/tsan_reports.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 class CppJobTest
@@ -94,4 +94,4 @@ INSTANTIATE_TEST_SUITE_P(RanksPaths, CppParJobTest,
                          });
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 using ::testing::HasSubstr;
@@ -54,4 +54,4 @@ TEST(LegacyExitTest, OneRankExitingEndsTheOthers) {
 }
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -22,7 +22,7 @@
 #include "tests/api/api_job.h"
 #include "tests/api/tsan_reports.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 constexpr int kRounds = kTsan ? 8 : 30;  // ThreadSanitizer is 5-15x slower
@@ -51,4 +51,4 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ParJobTest, ::testing::Values(1, 2, 4),
                          });
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -12,7 +12,7 @@
 #include "tests/api/api_job.h"
 #include "tests/testing/job_runner.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 using ::testing::HasSubstr;
@@ -67,4 +67,4 @@ TEST(PshmNodesTest, AMalformedValueNamesTheVariable) {
 }
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

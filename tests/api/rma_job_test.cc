@@ -25,7 +25,7 @@
 #include "tests/api/api_job.h"
 #include "tests/api/tsan_reports.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 class RmaJobTest
@@ -140,4 +140,4 @@ TEST(RmaBadInputJobTest, OutsideTheSegmentIsFatalOnTheAmPathToo) {
 }
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/job_runner.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 struct TsanReports {
@@ -69,4 +69,4 @@ void ExpectNoTsanReports(const std::string& dir, int ranks) {
   }
 }
 
-}  // namespace gex::testing
+}  // namespace gexrt::testing

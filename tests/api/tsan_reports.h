@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace gex::testing {
+namespace gexrt::testing {
 
 #if defined(__SANITIZE_THREAD__)
 inline constexpr bool kTsan = true;
@@ -28,6 +28,6 @@ std::vector<std::string> TsanEnv(const std::string& dir);
 // memory, and with `ranks` 1 on any report at all.
 void ExpectNoTsanReports(const std::string& dir, int ranks);
 
-}  // namespace gex::testing
+}  // namespace gexrt::testing
 
 #endif  // GEX_TESTS_API_TSAN_REPORTS_H_

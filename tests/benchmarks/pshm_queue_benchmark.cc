@@ -55,7 +55,7 @@
 #include "pshm/queue_config.h"
 #include "pshm/queue_layout.h"
 
-namespace gex::pshm {
+namespace gexrt::pshm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -937,10 +937,10 @@ bool HasFlag(int argc, char** argv, std::string_view flag) {
 }
 
 }  // namespace
-}  // namespace gex::pshm
+}  // namespace gexrt::pshm
 
 int main(int argc, char** argv) {
-  using namespace gex::pshm;  // NOLINT
+  using namespace gexrt::pshm;  // NOLINT
   const bool listing = HasFlag(argc, argv, "--benchmark_list_tests");
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

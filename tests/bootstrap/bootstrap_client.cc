@@ -50,11 +50,11 @@
 
 namespace {
 
-using gex::Bootstrap;
-using gex::Rank;
+using gexrt::Bootstrap;
+using gexrt::Rank;
 
 void Check(bool ok, const std::string& what) {
-  if (!ok) gex::FatalErrorF("check failed: %s", what);
+  if (!ok) gexrt::FatalErrorF("check failed: %s", what);
 }
 
 // A value only rank `from` sending to rank `to` at byte `i` produces.
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   const std::string mode = args[a];
   auto arg = [&](size_t i) { return std::atoi(args.at(a + i).c_str()); };
 
-  std::unique_ptr<Bootstrap> b = gex::CreateBootstrap();
+  std::unique_ptr<Bootstrap> b = gexrt::CreateBootstrap();
   const Rank me = b->rank();
   if (!pid_dir.empty()) {
     WriteFile(absl::StrFormat("%s/%u.pid", pid_dir, me),
@@ -192,11 +192,11 @@ int main(int argc, char** argv) {
   if (mode == "collectives") {
     Collectives(*b);
   } else if (mode == "nodemap") {
-    gex::NodeMap map = gex::DiscoverNodeMap(*b);
+    gexrt::NodeMap map = gexrt::DiscoverNodeMap(*b);
     std::printf("rank %u/%u host %u/%u supernode %u/%u name %s\n", me,
                 b->size(), map.my_place().host, map.host_count(),
                 map.my_place().supernode, map.supernode_count(),
-                gex::Hostname().c_str());
+                gexrt::Hostname().c_str());
     std::fflush(stdout);
   } else if (mode == "exit") {
     if (static_cast<int>(me) == arg(2)) {

@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/job_runner.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 using ::testing::AllOf;
@@ -431,4 +431,4 @@ INSTANTIATE_TEST_SUITE_P(Topologies, SshOneMachineTest,
                          ::testing::Values("flat", "nary"));
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

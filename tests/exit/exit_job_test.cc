@@ -37,7 +37,7 @@
 
 extern char** environ;
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 // The expected exit code of a job that must fail with any nonzero code.
@@ -647,4 +647,4 @@ INSTANTIATE_TEST_SUITE_P(Traffic, ExitTrafficTest,
                          TrafficParamName);
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -14,6 +14,7 @@ conduit runs the same suite: tests/exit/BUILD.bazel calls
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_library", "cc_test")
+load("//:copts.bzl", "GEX_CXX_COPTS")
 
 # Client code is held to -Wall -Wextra -Wpedantic (unused parameters
 # included) with no warning at all, headers and all (as tests/api's).
@@ -47,6 +48,7 @@ def exit_job_tests(conduit, client_deps, par_client_deps, shard_count = 8):
             name = _DRIVER,
             testonly = True,
             srcs = ["exit_job_test.cc"],
+            copts = GEX_CXX_COPTS,
             deps = [
                 "//tests/testing:job_runner",
                 "@com_google_absl//:str_format",

@@ -87,9 +87,9 @@
 
 namespace {
 
-namespace pshm = gex::pshm;
-using gex::Bootstrap;
-using gex::Rank;
+namespace pshm = gexrt::pshm;
+using gexrt::Bootstrap;
+using gexrt::Rank;
 using pshm::Category;
 using pshm::Channel;
 using pshm::SendStatus;
@@ -117,12 +117,12 @@ const char* PhaseName(uint32_t phase) {
 constexpr uint32_t kLongAreas = 4;
 constexpr size_t kReplyPayload = 24;
 
-#define CHECK_OR_DIE(cond, ...)                                    \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      gex::FatalError(absl::StrCat("check failed: " #cond ": ",    \
-                                   absl::StrFormat(__VA_ARGS__))); \
-    }                                                              \
+#define CHECK_OR_DIE(cond, ...)                                      \
+  do {                                                               \
+    if (!(cond)) {                                                   \
+      gexrt::FatalError(absl::StrCat("check failed: " #cond ": ",    \
+                                     absl::StrFormat(__VA_ARGS__))); \
+    }                                                                \
   } while (0)
 
 // --- patterns -------------------------------------------------------------
@@ -238,6 +238,8 @@ Category PhaseCategory(uint32_t phase) {
 struct State {
   Bootstrap* b = nullptr;
   pshm::Supernode* sn = nullptr;
+  // Every rank's segment, as AttachSegment reported them.
+  std::vector<pshm::Supernode::Segment> job_segments;
   Rank me = 0;
   Rank n = 0;
 
@@ -424,7 +426,8 @@ void Dispatch(void*, const pshm::Message& m) {
       ++g.spin_received;
       break;
     default:
-      gex::FatalErrorF("unknown handler %u from rank %u", m.handler, m.source);
+      gexrt::FatalErrorF("unknown handler %u from rank %u", m.handler,
+                         m.source);
   }
 }
 
@@ -453,7 +456,7 @@ std::string Identity() {
   std::exit(1);
 }
 
-std::unique_ptr<pshm::Supernode> StartUp(const gex::NodeMap& map) {
+std::unique_ptr<pshm::Supernode> StartUp(const gexrt::NodeMap& map) {
   pshm::Supernode::Options options;
   options.dispatcher = &Dispatch;
   auto sn = pshm::Supernode::Create(*g.b, map, options);
@@ -462,15 +465,17 @@ std::unique_ptr<pshm::Supernode> StartUp(const gex::NodeMap& map) {
 }
 
 void Attach(size_t size) {
-  if (absl::Status s = g.sn->AttachSegment(*g.b, size); !s.ok()) {
+  if (absl::Status s = g.sn->AttachSegment(*g.b, size, &g.job_segments);
+      !s.ok()) {
     Fail(absl::StrFormat("AttachSegment(%u)", size), s);
   }
   CHECK_OR_DIE(g.sn->attached(), "attached() after AttachSegment");
 }
 
 size_t ParseSizeArg(const std::string& text) {
-  auto v = gex::env::ParseSize(text, gex::env::SizeUnit::kBytes);
-  if (!v.ok()) gex::FatalErrorF("bad size %s: %s", text, v.status().message());
+  auto v = gexrt::env::ParseSize(text, gexrt::env::SizeUnit::kBytes);
+  if (!v.ok())
+    gexrt::FatalErrorF("bad size %s: %s", text, v.status().message());
   return static_cast<size_t>(*v);
 }
 
@@ -504,7 +509,7 @@ void CheckTranslateBounds(Rank r) {
 
 int Segments(const std::vector<std::string>& args) {
   CHECK_OR_DIE(!args.empty(), "segments SIZE [BIGRANK]");
-  gex::NodeMap map = gex::DiscoverNodeMap(*g.b);
+  gexrt::NodeMap map = gexrt::DiscoverNodeMap(*g.b);
   auto sn = StartUp(map);
   g.sn = sn.get();
   const bool use_max = args[0] == "max";
@@ -557,8 +562,10 @@ int Segments(const std::vector<std::string>& args) {
     if (std::find(members.begin(), members.end(), r) != members.end()) continue;
     ++outsiders;
     CHECK_OR_DIE(g.sn->LocalIndex(r) == -1, "LocalIndex(%u) of a non-peer", r);
-    CHECK_OR_DIE(g.sn->Translate(r, g.sn->segment(r).base, 1) == nullptr,
+    CHECK_OR_DIE(g.sn->Translate(r, g.job_segments[r].base, 1) == nullptr,
                  "non-peer rank %u translates", r);
+    CHECK_OR_DIE(g.sn->segment(r).size == 0,
+                 "non-peer rank %u has a segment in the supernode", r);
   }
   CHECK_OR_DIE(g.sn->LocalIndex(g.n) == -1, "LocalIndex(size())");
   CHECK_OR_DIE(g.sn->Translate(g.n, g.sn->segment(g.me).base, 1) == nullptr,
@@ -721,7 +728,7 @@ int Flood(const std::vector<std::string>& args, const char* what) {
   const uint32_t count = static_cast<uint32_t>(std::atoi(args[0].c_str()));
   const size_t size = ParseSizeArg(args[1]);
   CHECK_OR_DIE(size <= pshm::kMaxMedium, "SIZE %u > kMaxMedium", size);
-  gex::NodeMap map = gex::DiscoverNodeMap(*g.b);
+  gexrt::NodeMap map = gexrt::DiscoverNodeMap(*g.b);
   auto sn = StartUp(map);
   g.sn = sn.get();
   g.area_bytes = (std::max<size_t>(size, 1) + 63) & ~size_t{63};
@@ -737,7 +744,7 @@ int Flood(const std::vector<std::string>& args, const char* what) {
 }
 
 int Immediate() {
-  gex::NodeMap map = gex::DiscoverNodeMap(*g.b);
+  gexrt::NodeMap map = gexrt::DiscoverNodeMap(*g.b);
   auto sn = StartUp(map);
   g.sn = sn.get();
   const std::vector<Rank>& members = g.sn->members();
@@ -829,7 +836,7 @@ void WriteFile(const std::string& path, const std::string& text) {
 }
 
 [[noreturn]] void Spin(const std::string& pid_dir) {
-  gex::NodeMap map = gex::DiscoverNodeMap(*g.b);
+  gexrt::NodeMap map = gexrt::DiscoverNodeMap(*g.b);
   auto sn = StartUp(map);
   g.sn = sn.get();
   Attach(1 << 20);
@@ -855,7 +862,7 @@ bool FileExists(const std::string& path) {
 int DieAtStartup(const std::string& pid_dir) {
   CHECK_OR_DIE(g.n >= 2, "die-at-startup needs 2 ranks");
   CHECK_OR_DIE(!pid_dir.empty(), "die-at-startup needs --pids");
-  gex::NodeMap map = gex::DiscoverNodeMap(*g.b);
+  gexrt::NodeMap map = gexrt::DiscoverNodeMap(*g.b);
   const std::string prefix = pshm::AgreeJobPrefix(*g.b);
   if (g.me != 1) {
     // Waits in the bootstrap for rank 1, which never comes.
@@ -904,7 +911,7 @@ int main(int argc, char** argv) {
   const std::string mode = args[a];
   const std::vector<std::string> rest(args.begin() + a + 1, args.end());
 
-  std::unique_ptr<Bootstrap> b = gex::CreateBootstrap();
+  std::unique_ptr<Bootstrap> b = gexrt::CreateBootstrap();
   g.b = b.get();
   g.me = b->rank();
   g.n = b->size();

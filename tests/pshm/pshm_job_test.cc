@@ -39,7 +39,7 @@
 #include "pshm/shared_object.h"
 #include "tests/testing/job_runner.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 using ::testing::Contains;
@@ -699,4 +699,4 @@ TEST(BadSettingsTest, MaxSegsizeGarbage) {
 }
 
 }  // namespace
-}  // namespace gex::testing
+}  // namespace gexrt::testing

@@ -21,7 +21,7 @@
 
 extern char** environ;
 
-namespace gex::testing {
+namespace gexrt::testing {
 namespace {
 
 // The kernel's PF_EXITING task flag: set when a process starts to exit,
@@ -267,4 +267,4 @@ JobResult RunJob(const JobSpec& spec) {
   return result;
 }
 
-}  // namespace gex::testing
+}  // namespace gexrt::testing

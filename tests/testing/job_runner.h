@@ -17,7 +17,7 @@
 
 #include "absl/time/time.h"
 
-namespace gex::testing {
+namespace gexrt::testing {
 
 struct JobResult {
   int exit_code = -1;  // the launcher's exit code, or 128+signal
@@ -74,6 +74,6 @@ std::vector<std::string> EntriesWithPrefix(const std::string& dir,
 // Lines of `text`.
 std::vector<std::string> Lines(const std::string& text);
 
-}  // namespace gex::testing
+}  // namespace gexrt::testing
 
 #endif  // GEX_TESTS_TESTING_JOB_RUNNER_H_

@@ -1,9 +1,9 @@
-// gasnet_exit and the rest of the job's exit (api/exit.cc): the exit
+// gasnet_exit and the rest of the job's exit (core/exit.cc): the exit
 // protocol (exit/) over this runtime's system Active Messages.
-#ifndef GEX_API_EXIT_H_
-#define GEX_API_EXIT_H_
+#ifndef GEX_CORE_EXIT_H_
+#define GEX_CORE_EXIT_H_
 
-namespace gex::api {
+namespace gexrt::core {
 
 class Runtime;
 
@@ -13,6 +13,6 @@ class Runtime;
 // gex_Client_Init calls it on every rank once the supernode is up.
 void ExitInit(Runtime& rt);
 
-}  // namespace gex::api
+}  // namespace gexrt::core
 
-#endif  // GEX_API_EXIT_H_
+#endif  // GEX_CORE_EXIT_H_

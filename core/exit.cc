@@ -1,43 +1,40 @@
-#include "api/exit.h"
+#include "core/exit.h"
 
 #include <cstdint>
 #include <vector>
 
 #include "am/handler_table.h"
 #include "am/token.h"
-#include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "bootstrap/exit_timeout.h"
+#include "core/progress.h"
+#include "core/router.h"
+#include "core/runtime.h"
 #include "exit/graceful_exit.h"
 #include "exit/protocol.h"
 #include "pshm/supernode.h"
 
-namespace gex::api {
+namespace gexrt::core {
 namespace {
 
-// The supernode's objects: network (0), segments (1), barrier (2), this.
-constexpr uint32_t kExitSerial = 3;
-
 // The protocol's messages as internal Short Active Messages of three
-// arguments (kind, a, b), over the PSHM network (every rank of an smp job
-// is a supernode peer).
+// arguments (kind, a, b), over the router (PSHM to supernode peers, the
+// conduit to the rest). Every send is IMMEDIATE: the protocol retries
+// while it polls, so it never waits on a full queue.
 class AmTransport final : public exit::Transport {
  public:
   AmTransport(Runtime* rt, uint8_t handler) : rt_(rt), handler_(handler) {}
 
   bool TrySend(Rank dest, const exit::Message& m, bool reply) override {
-    const int32_t index = rt_->supernode->LocalIndex(dest);
-    if (index < 0) {
-      FatalErrorF("exit: rank %u cannot be reached from rank %u", dest,
-                  rt_->rank);
+    if (dest >= rt_->size) {
+      FatalErrorF("exit: rank %u is not in the job (size %u)", dest, rt_->size);
     }
     const uint32_t args[3] = {static_cast<uint32_t>(m.kind), m.a, m.b};
     if (!reply) {
-      return rt_->net->SendRequest(static_cast<uint32_t>(index),
-                                   pshm::Category::kShort, handler_, args, 3,
-                                   nullptr, 0, nullptr, 0,
-                                   /*immediate=*/true) == pshm::SendStatus::kOk;
+      return Request(*rt_, dest, am::Category::kShort, handler_, args, 3,
+                     nullptr, 0, 0, nullptr,
+                     /*immediate=*/true) == am::SendStatus::kOk;
     }
     // The protocol replies only from the handler of `dest`'s request.
     const am::Token* token = am::HandlerContext::Current();
@@ -45,12 +42,12 @@ class AmTransport final : public exit::Transport {
       FatalErrorF("exit: a reply to rank %u outside its request's handler",
                   dest);
     }
-    return rt_->net->SendReply(ReplyTo(*token), pshm::Category::kShort,
-                               handler_, args, 3, nullptr, 0, nullptr, 0,
-                               /*immediate=*/true) == pshm::SendStatus::kOk;
+    return Reply(*rt_, *const_cast<am::Token*>(token), am::Category::kShort,
+                 handler_, args, 3, nullptr, 0, 0, nullptr,
+                 /*immediate=*/true) == am::SendStatus::kOk;
   }
 
-  void Poll() override { rt_->net->Poll(); }
+  void Poll() override { PollNetworks(*rt_); }
 
  private:
   Runtime* rt_;
@@ -66,17 +63,14 @@ struct ExitState {
 
 ExitState* g_exit = nullptr;
 
-void ExitHandler(gex_Token_t token, gex_AM_Arg_t kind, gex_AM_Arg_t a,
-                 gex_AM_Arg_t b) {
-  gex_Token_Info_t info;
-  gex_Token_Info(token, &info, GEX_TI_SRCRANK);
+void ExitHandler(void* token, int32_t kind, int32_t a, int32_t b) {
+  const Rank source = static_cast<const am::Token*>(token)->source;
   const auto k = static_cast<uint32_t>(kind);
   if (k >= exit::kMessageKinds) {
-    FatalErrorF("exit: message of unknown kind %u from rank %u", k,
-                info.gex_srcrank);
+    FatalErrorF("exit: message of unknown kind %u from rank %u", k, source);
   }
   g_exit->protocol->OnMessage(
-      info.gex_srcrank,
+      source,
       exit::Message{static_cast<exit::MessageKind>(k), static_cast<uint32_t>(a),
                     static_cast<uint32_t>(b)});
 }
@@ -115,7 +109,8 @@ void ExitInit(Runtime& rt) {
 
   auto* state = new ExitState;  // Lives until the process ends.
   absl::StatusOr<pshm::SharedObject> cells = pshm::ShareWithSupernode(
-      *rt.bootstrap, sn, kExitSerial, exit::SharedAreaBytes(members));
+      *rt.bootstrap, sn, pshm::SharedSerial::kExitCells,
+      exit::SharedAreaBytes(members));
   if (!cells.ok()) FatalErrorF("exit: %s", cells.status().message());
   state->cells = *std::move(cells);
   state->transport = std::make_unique<AmTransport>(&rt, entry.index);
@@ -133,4 +128,4 @@ void ExitInit(Runtime& rt) {
   exit::Install(env);
 }
 
-}  // namespace gex::api
+}  // namespace gexrt::core

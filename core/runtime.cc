@@ -1,0 +1,91 @@
+#include "core/runtime.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "base/fatal.h"
+#include "bootstrap/create_bootstrap.h"
+#include "core/dispatch.h"
+#include "pshm/queue_layout.h"
+
+namespace gexrt::core {
+
+void Init(Runtime& rt, InitOptions options, const char* call) {
+  rt.conduit = std::move(options.conduit);
+  if (rt.conduit == nullptr) FatalErrorF("%s: no conduit", call);
+  rt.conduit->StartUp(options.argc, options.argv);
+
+  rt.thread_safe = options.thread_safe;
+  rt.bootstrap = CreateBootstrap();
+  rt.rank = rt.bootstrap->rank();
+  rt.size = rt.bootstrap->size();
+  rt.map.emplace(DiscoverNodeMap(*rt.bootstrap));
+  if (const absl::Status s = rt.conduit->CheckJob(*rt.map); !s.ok()) {
+    // Every rank sees the same map, so every rank stops here.
+    FatalErrorF("%s: %s", call, s.message());
+  }
+  rt.polite = rt.map->MyHostIsOversubscribed();
+
+  pshm::Supernode::Options sn;
+  sn.dispatcher = &DispatchShared;
+  sn.context = &rt;
+  sn.thread_safe = rt.thread_safe;
+  auto supernode = pshm::Supernode::Create(*rt.bootstrap, *rt.map, sn);
+  if (!supernode.ok())
+    FatalErrorF("%s: %s", call, supernode.status().message());
+  rt.supernode = *std::move(supernode);
+  rt.net = &rt.supernode->network();
+
+  rt.capabilities = rt.conduit->capabilities();
+  rt.conduit_has_peers = rt.supernode->members().size() < rt.size;
+  InitArgs args;
+  args.bootstrap = rt.bootstrap.get();
+  args.map = &*rt.map;
+  args.thread_safe = rt.thread_safe;
+  args.polite = rt.polite;
+  args.sink = Sink{&DispatchConduit, &rt};
+  if (const absl::Status s = rt.conduit->Init(args); !s.ok()) {
+    FatalErrorF("%s: the %s conduit: %s", call, rt.conduit->name(),
+                s.message());
+  }
+  rt.max_medium = pshm::kMaxMedium;
+  rt.max_long = pshm::kMaxMedium;
+  if (rt.conduit_has_peers) {
+    rt.max_medium = std::min(rt.max_medium, rt.conduit->MaxMedium());
+    rt.max_long = std::min(rt.max_long, rt.conduit->MaxLong());
+  }
+}
+
+absl::Status AttachSegment(Runtime& rt, size_t size) {
+  std::vector<pshm::Supernode::Segment> job;
+  if (absl::Status s = rt.supernode->AttachSegment(*rt.bootstrap, size, &job);
+      !s.ok()) {
+    return s;
+  }
+  std::vector<rma::SegmentEntry> entries(job.size());
+  for (Rank r = 0; r < job.size(); ++r) {
+    entries[r].base = job[r].base;
+    entries[r].size = job[r].size;
+    if (job[r].size != 0) {
+      entries[r].local = static_cast<unsigned char*>(
+          rt.supernode->Translate(r, job[r].base, job[r].size));
+    }
+  }
+  const rma::SegmentEntry mine = entries[rt.rank];
+  // Every rank registers, even one with no segment: the conduit's
+  // exchange is collective.
+  const absl::Status registered = rt.conduit->AttachSegment(
+      mine.size == 0 ? nullptr : mine.local, mine.size);
+  if (!registered.ok()) {
+    return absl::Status(
+        registered.code(),
+        absl::StrFormat("the %s conduit: %s", rt.conduit->name(),
+                        registered.message()));
+  }
+  rt.segments.Fill(std::move(entries));
+  return absl::OkStatus();
+}
+
+}  // namespace gexrt::core
