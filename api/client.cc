@@ -19,7 +19,6 @@
 #include "api/event.h"
 #include "api/rma.h"
 #include "api/runtime.h"
-#include "base/atomic.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "core/exit.h"

@@ -14,7 +14,7 @@ int OnlineCpuCount();
 // Whether `ranks_on_host` processes sharing this host outnumber the CPUs
 // they may run on (OnlineCpuCount(), assuming the ranks of one host share
 // one CPU set, as launchers arrange). Waits should then be polite (see
-// PoliteSpinWait in base/atomic.h): a spinning rank may hold the core the
+// PoliteSpinWait in base/spin_wait.h): a spinning rank may hold the core the
 // rank it waits for needs.
 bool HostIsOversubscribed(int ranks_on_host);
 

@@ -1,6 +1,6 @@
 #include "core/progress.h"
 
-#include "base/atomic.h"
+#include "base/spin_wait.h"
 
 namespace gexrt::core {
 

@@ -58,7 +58,7 @@
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/types/span.h"
-#include "base/atomic.h"
+#include "base/spin_wait.h"
 #include "pshm/queue_config.h"
 #include "pshm/queue_layout.h"
 

@@ -8,10 +8,11 @@
 #      threaded tests, the exit protocol's and the PAR-mode C and C++ API
 #      tests under ThreadSanitizer;
 #   3. the layering check (no upward dependency edge; the seven dependency
-#      targets exist);
+#      targets exist) and the seam check (rma/ does not depend on pshm/;
+#      api/ uses pshm/ only in the barrier and collectives);
 #   4. a scratch workspace that consumes gex through gex_dependencies().
 # Ends with one line: "N passed, N failed" (Bazel tests count one each,
-# the two checks count one each).
+# the three checks count one each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh || exit 1
@@ -65,6 +66,7 @@ run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
   //exit:protocol_test
 
 run_check "layering check" bash tools/check_layers.sh
+run_check "seam check" bash tools/check_seam.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh
 
 echo "$passed passed, $failed failed"

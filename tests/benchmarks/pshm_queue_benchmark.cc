@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "base/atomic.h"
+#include "base/spin_wait.h"
 #include "benchmark/benchmark.h"
 #include "pshm/am_network.h"
 #include "pshm/queue_config.h"

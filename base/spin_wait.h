@@ -1,0 +1,85 @@
+// Spin waiting: the CPU's spin-loop hint, a write prefetch for a line a
+// waiter is about to answer in, and the one wait step every polling loop
+// takes (yield when the host is oversubscribed, else the hint).
+//
+// (gasnet_tools.h's atomics and fences, gasnett_atomic*_t and
+// gasnett_local_*mb, are implemented in the header clients include; the
+// runtime itself uses std::atomic.)
+#ifndef GEX_BASE_SPIN_WAIT_H_
+#define GEX_BASE_SPIN_WAIT_H_
+
+#include <atomic>
+
+#include "absl/base/attributes.h"
+
+namespace gexrt {
+
+// Tells the CPU that this is a spin-wait loop (x86 PAUSE, ARM YIELD): saves
+// power, yields pipeline resources to a sibling hyperthread, and avoids the
+// memory-order mis-speculation penalty when the awaited value changes.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield" ::: "memory");
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// Asks for the cache line at `p` in a writable state now, ahead of a store
+// to it (x86 PREFETCHW where the target has it, a plain prefetch
+// elsewhere): a receiver that has just read a message from a line it will
+// write its answer into gets the line's ownership moving while it works on
+// the message, instead of stalling on it at the store. Only a hint; never
+// faults.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchForWrite(const void* p) {
+#if defined(__PRFCHW__)
+  // As an asm statement with the line as an operand, so that the compiler
+  // keeps it ahead of the loads that follow it in the source (GCC moved the
+  // builtin after them).
+  __asm__ __volatile__("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, /*rw=*/1, /*locality=*/3);
+#endif
+}
+
+// One step of a spin-wait loop, polite or not. When ranks outnumber cores on
+// a host (see HostIsOversubscribed in base/cpu.h), a spinning rank may hold
+// the very core that the rank it waits for needs: a polite wait gives the
+// core up with sched_yield() at every step. Otherwise it spins with
+// CpuRelax(), which reacts fastest.
+//
+//   gexrt::PoliteSpinWait wait(gexrt::HostIsOversubscribed(ranks_here));
+//   while (flag.load(std::memory_order_acquire) == 0) wait.Pause();
+//   // or: wait.Until([&] { return flag.load(std::memory_order_acquire); });
+class PoliteSpinWait {
+ public:
+  explicit PoliteSpinWait(bool polite) : polite_(polite) {}
+
+  bool polite() const { return polite_; }
+
+  // Waits a moment: yields the CPU when polite, else CpuRelax().
+  void Pause() {
+    if (polite_) {
+      Yield();
+    } else {
+      CpuRelax();
+    }
+  }
+
+  // Pauses until `done()` returns true (checked first, before any pause).
+  template <typename Predicate>
+  void Until(Predicate&& done) {
+    while (!done()) Pause();
+  }
+
+ private:
+  static void Yield();  // sched_yield(), out of line: a system call anyway.
+
+  bool polite_;
+};
+
+}  // namespace gexrt
+
+#endif  // GEX_BASE_SPIN_WAIT_H_
