@@ -6,6 +6,7 @@
 #include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "bootstrap/supernode_groups.h"
 #include "core/router.h"
 #include "pshm/supernode.h"
 
@@ -62,18 +63,20 @@ void Barrier::Init(Runtime* rt) {
 void Barrier::AttachShared() {
   Bootstrap& bootstrap = *rt_->bootstrap;
   const pshm::Supernode& sn = *rt_->supernode;
-  members_ = static_cast<uint32_t>(sn.members().size());
+  const SupernodeGroups g = SupernodeGroups::Find(
+      bootstrap, static_cast<uint32_t>(sn.members().size()), sn.my_index(),
+      static_cast<uint32_t>(
+          env::GetInt("GEX_BARRIER_GROUP", 0, 0, int64_t{1} << 20)));
+  members_ = g.members;
   my_index_ = sn.my_index();
-  const int64_t group =
-      env::GetInt("GEX_BARRIER_GROUP", 0, 0, int64_t{1} << 20);
-  group_size_ =
-      group == 0 || group > members_ ? members_ : static_cast<uint32_t>(group);
-  const uint32_t groups = (members_ + group_size_ - 1) / group_size_;
-  group_ = my_index_ / group_size_;
-  group_first_ = group_ * group_size_;
-  group_size_ = std::min(group_size_, members_ - group_first_);
-  leader_ = my_index_ == group_first_;
-  flags_per_slot_ = members_ + groups;
+  group_ = g.group;
+  group_first_ = g.first;
+  group_size_ = g.size;
+  leader_ = g.leader;
+  flags_per_slot_ = members_ + g.groups;
+  leaders_ = g.leaders;
+  if (leader_) my_leader_ = static_cast<uint32_t>(g.my_leader);
+  rounds_ = g.rounds;
 
   absl::StatusOr<pshm::SharedObject> shared =
       pshm::ShareWithSupernode(bootstrap, sn, pshm::SharedSerial::kBarrier,
@@ -81,16 +84,6 @@ void Barrier::AttachShared() {
   if (!shared.ok()) FatalErrorF("barrier: %s", shared.status().message());
   object_ = *std::move(shared);
   area_ = static_cast<Flag*>(object_.address());
-
-  // The leaders, in rank order.
-  leaders_ = RanksWithFlag(bootstrap, leader_);
-  if (leader_) {
-    my_leader_ = static_cast<uint32_t>(
-        std::find(leaders_.begin(), leaders_.end(), rt_->rank) -
-        leaders_.begin());
-  }
-  rounds_ = 0;
-  while ((size_t{1} << rounds_) < leaders_.size()) ++rounds_;
 }
 
 void Barrier::Publish(Flag& f, uint32_t number, const Value& v) {

@@ -8,6 +8,7 @@
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "bootstrap/exit_timeout.h"
+#include "bootstrap/supernode_groups.h"
 #include "core/progress.h"
 #include "core/router.h"
 #include "core/runtime.h"
@@ -104,8 +105,9 @@ void ExitInit(Runtime& rt) {
   // the cross-supernode path on one host.
   topology.group_size = static_cast<uint32_t>(
       env::GetInt("GEX_EXIT_GROUP", 0, 0, int64_t{1} << 20));
-  const uint32_t group = exit::GroupSize(members, topology.group_size);
-  topology.leaders = RanksWithFlag(*rt.bootstrap, sn.my_index() % group == 0);
+  topology.leaders = SupernodeGroups::Find(*rt.bootstrap, members,
+                                           sn.my_index(), topology.group_size)
+                         .leaders;
 
   auto* state = new ExitState;  // Lives until the process ends.
   absl::StatusOr<pshm::SharedObject> cells = pshm::ShareWithSupernode(

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "bootstrap/supernode_groups.h"
+
 namespace gexrt::exit {
 namespace {
 
@@ -24,10 +26,6 @@ size_t SharedAreaBytes(uint32_t supernode_members) {
   return supernode_members * (sizeof(MemberCell) + sizeof(GroupCell));
 }
 
-uint32_t GroupSize(uint32_t members, uint32_t requested) {
-  return requested == 0 || requested > members ? members : requested;
-}
-
 Protocol::Protocol(const Topology& topology, void* area, Transport* transport,
                    bool polite, RemoteExitFn on_remote_exit, void* context)
     : topology_(topology),
@@ -43,14 +41,14 @@ Protocol::Protocol(const Topology& topology, void* area, Transport* transport,
       replied_(new std::atomic<uint8_t>[topology.size]()),
       requested_(new uint8_t[topology.size]()) {
   const auto members = static_cast<uint32_t>(topology_.supernode.size());
-  group_size_ = GroupSize(members, topology_.group_size);
-  group_first_ = my_index_ / group_size_ * group_size_;
-  group_leader_ = my_index_ == group_first_;
-  for (size_t i = 0; i < topology_.leaders.size(); ++i) {
-    if (topology_.leaders[i] == topology_.rank)
-      my_leader_ = static_cast<int>(i);
-  }
-  while ((size_t{1} << rounds_) < topology_.leaders.size()) ++rounds_;
+  SupernodeGroups groups =
+      SupernodeGroups::Split(members, my_index_, topology_.group_size);
+  groups.SetLeaders(topology_.leaders, topology_.rank);
+  group_size_ = groups.group_size;
+  group_first_ = groups.first;
+  group_leader_ = groups.leader;
+  my_leader_ = groups.my_leader;
+  rounds_ = groups.rounds;
   for (uint32_t i = 0; i < members; ++i) {
     if (topology_.supernode[i] == 0) leader_taken_ = &member(i).leader_taken;
   }

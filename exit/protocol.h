@@ -116,12 +116,10 @@ struct Topology {
   std::vector<Rank> supernode;  // Job ranks by supernode index.
   uint32_t my_index = 0;        // In the supernode.
   uint32_t group_size = 0;      // Members per group; 0: the whole supernode.
-  std::vector<Rank> leaders;    // Every group's leader, in rank order.
+  // Every group's leader, in rank order (SupernodeGroups, which also
+  // splits the supernode here).
+  std::vector<Rank> leaders;
 };
-
-// The groups GroupSize splits a supernode of `members` into when asked for
-// `requested` per group (0 or more than members: one group).
-uint32_t GroupSize(uint32_t members, uint32_t requested);
 
 enum class Role { kUnknown, kLeader, kMember, kFailed };
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bootstrap/supernode_groups.h"
 #include "gtest/gtest.h"
 
 namespace gexrt::exit {
@@ -64,8 +65,9 @@ class Job {
     for (Rank r = 0; r < n; ++r) {
       const Rank first = r / per_supernode * per_supernode;
       const Rank members = std::min(per_supernode, n - first);
-      const uint32_t g = GroupSize(members, group_size);
-      if ((r - first) % g == 0) leaders.push_back(r);
+      if (SupernodeGroups::Split(members, r - first, group_size).leader) {
+        leaders.push_back(r);
+      }
     }
     for (Rank r = 0; r < n; ++r) {
       const Rank first = r / per_supernode * per_supernode;
