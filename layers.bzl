@@ -1,4 +1,4 @@
-"""The layer order of DESIGN.md, as Bazel visibility.
+"""The layer order of docs/architecture.md, as Bazel visibility.
 
 A package may depend only on packages below it (earlier in LAYERS). Each
 layer's targets use `visible_above("<layer>")` as their visibility, so an
@@ -6,7 +6,8 @@ upward edge fails the build; //tools:check_layers checks the same rule from
 the other side with `bazel query`.
 """
 
-# Lowest first. Keep in step with DESIGN.md and tools/check_layers.sh.
+# Lowest first. Keep in step with docs/architecture.md and
+# tools/check_layers.sh.
 LAYERS = [
     "base",
     "bootstrap",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves the layer rule of DESIGN.md with `bazel query`: no target in a layer
+# Proves the layer rule of docs/architecture.md with `bazel query`: no target in a layer
 # depends, directly or transitively, on a target in a layer above it.
 # Visibility (layers.bzl's visible_above) already makes such an edge fail the
 # build; this checks the same rule from the other side, over the whole graph,
