@@ -126,6 +126,9 @@ void ExitInit(Runtime& rt) {
   env.bootstrap = rt.bootstrap.get();
   env.timeout = ExitTimeoutFromEnv(rt.size);
   env.disable_client_handlers = &DisableClientHandlers;
+  env.fini_network = [](void* context) {
+    static_cast<Runtime*>(context)->conduit->Fini();
+  };
   env.context = &rt;
   exit::Install(env);
 }

@@ -148,6 +148,9 @@ int ExitBody() {
   if (!coordinated && code == 0) code = 1;
   if (s->report) Report(*s, code, outcome);
   std::fflush(nullptr);
+  if (coordinated && s->env.fini_network != nullptr) {
+    s->env.fini_network(s->env.context);
+  }
   if (coordinated && s->env.bootstrap != nullptr) s->env.bootstrap->Fini();
   DisarmExitAlarm();
   return code;

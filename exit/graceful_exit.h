@@ -47,6 +47,9 @@ struct Environment {
   // Stops client Active Message handlers from running (internal ones go
   // on: the protocol needs them).
   void (*disable_client_handlers)(void* context) = nullptr;
+  // Releases the network once the protocol is done with it, before the
+  // bootstrap's Fini (only when the exit was coordinated; optional).
+  void (*fini_network)(void* context) = nullptr;
   void* context = nullptr;
 };
 
