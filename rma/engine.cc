@@ -183,7 +183,6 @@ Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   rc.Start(chunks);
   HandOff(&rc);
-  const SegmentEntry mine = segments_->segment(rank_);
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(dest);
   for (uint64_t i = 0; i < chunks; ++i) {

@@ -16,12 +16,12 @@ layers=("$@")
 tmp="$(mktemp -d "${TEST_TMPDIR:-/tmp}/check_layers_test.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
-# A workspace with three layers present (base < firehose < am); the others
+# A workspace with three layers present (base < am < firehose); the others
 # have no directory or no BUILD file and must be skipped.
 ws="$tmp/ws"
-mkdir -p "$ws/base" "$ws/firehose" "$ws/am" "$ws/pshm"
-touch "$ws/WORKSPACE" "$ws/base/BUILD.bazel" "$ws/firehose/BUILD.bazel" \
-  "$ws/am/BUILD.bazel"
+mkdir -p "$ws/base" "$ws/am" "$ws/firehose" "$ws/pshm"
+touch "$ws/WORKSPACE" "$ws/base/BUILD.bazel" "$ws/am/BUILD.bazel" \
+  "$ws/firehose/BUILD.bazel"
 {
   echo '"""Layer order (written by check_layers_test)."""'
   echo
@@ -36,7 +36,7 @@ touch "$ws/WORKSPACE" "$ws/base/BUILD.bazel" "$ws/firehose/BUILD.bazel" \
 ((${#layers[@]} > 3)) || { echo "FAIL: too few layers passed in"; exit 1; }
 
 # The fake answers the three kinds of query check_layers.sh asks:
-#   FAKE_UPWARD=1      firehose reaches //am:engine (an upward edge);
+#   FAKE_UPWARD=1      am reaches //firehose:cache_engine (an upward edge);
 #   FAKE_MISSING=label that dependency target does not exist.
 # It logs every query so the test can see which layers were asked about.
 fake="$tmp/bazel"
@@ -45,11 +45,11 @@ cat >"$fake" <<'FAKE'
 expr="${*: -1}"
 echo "$expr" >>"$FAKE_LOG"
 case "$expr" in
-  "let up = deps(//firehose/...)"*)
-    [[ "${FAKE_UPWARD:-}" == 1 ]] && echo "//am:engine"
+  "let up = deps(//am/...)"*)
+    [[ "${FAKE_UPWARD:-}" == 1 ]] && echo "//firehose:cache_engine"
     ;;
-  "somepath(//firehose/..., //am:engine)")
-    printf '%s\n' //firehose:cache //am:engine
+  "somepath(//am/..., //firehose:cache_engine)")
+    printf '%s\n' //am:table //firehose:cache_engine
     ;;
   "set("*)
     labels="${expr#set(}"
@@ -81,26 +81,26 @@ run() {
   fi
 }
 
-run clean 0 "check_layers: OK: 3 of ${#layers[@]} layers present (base firehose am)"
+run clean 0 "check_layers: OK: 3 of ${#layers[@]} layers present (base am firehose)"
 run clean_skips 0 "skipping layers with no package yet: bootstrap pshm"
-run upward 1 "VIOLATION: layer 'firehose' depends on '//am:engine' in higher layer 'am'" \
+run upward 1 "VIOLATION: layer 'am' depends on '//firehose:cache_engine' in higher layer 'firehose'" \
   FAKE_UPWARD=1
-run upward_evidence 1 "    //firehose:cache" FAKE_UPWARD=1
+run upward_evidence 1 "    //am:table" FAKE_UPWARD=1
 run missing 1 "MISSING: @ucx//:ucp" FAKE_MISSING=@ucx//:ucp
 run missing_verdict 1 "0 upward dependency edge(s), 1 missing" \
   FAKE_MISSING=@pmix//:pmix
 
-# Every lower<higher pair was covered: base against firehose and am,
-# firehose against am, and am (the top present layer) against nothing.
+# Every lower<higher pair was covered: base against am and firehose,
+# am against firehose, and firehose (the top present layer) against nothing.
 log="$tmp/clean.log"
-for want in "deps(//base/...) intersect (//firehose/... + //am/...)" \
-  "deps(//firehose/...) intersect (//am/...)"; do
+for want in "deps(//base/...) intersect (//am/... + //firehose/...)" \
+  "deps(//am/...) intersect (//firehose/...)"; do
   if ! grep -qF -- "$want" "$log"; then
     echo "FAIL pairs: no query with: $want"
     failures=$((failures + 1))
   fi
 done
-if grep -q "deps(//am/...)" "$log"; then
+if grep -q "deps(//firehose/...)" "$log"; then
   echo "FAIL pairs: the top layer was queried against nothing"
   failures=$((failures + 1))
 fi
