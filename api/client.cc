@@ -36,7 +36,7 @@ Runtime& RuntimeFor(const char* call) {
 }
 
 int ReportError(const char* call, int code, const std::string& message) {
-  if (g_runtime == nullptr || g_runtime->verbose_errors.load()) {
+  if (g_verbose_errors.load(std::memory_order_relaxed)) {
     Warning(
         absl::StrFormat("%s: %s (%s)", call, message, gasnet_ErrorName(code)));
   }
@@ -264,10 +264,11 @@ uint64_t gex_System_QueryMaxThreads(void) {
 }
 
 void gex_System_SetVerboseErrors(int enable) {
-  if (g_runtime != nullptr) g_runtime->verbose_errors.store(enable != 0);
+  // Also before gex_Client_Init, so that its own errors can be silenced.
+  gexrt::api::g_verbose_errors.store(enable != 0, std::memory_order_relaxed);
 }
 int gex_System_GetVerboseErrors(void) {
-  return g_runtime == nullptr || g_runtime->verbose_errors.load();
+  return gexrt::api::g_verbose_errors.load(std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------

@@ -51,7 +51,6 @@ namespace gexrt::api {
 class Runtime : public core::Runtime {
  public:
   Barrier barrier;
-  std::atomic<bool> verbose_errors{true};
 
   gex_Client_opaque client;
   gex_EP_opaque ep;
@@ -65,6 +64,10 @@ class Runtime : public core::Runtime {
   std::vector<gex_Rank_t> nbrhd_ranks;
   gex_Rank_t nbrhd_index = 0;
 };
+
+// gex_System_SetVerboseErrors: whether ReportError prints (default on).
+// Process-wide, and settable before gex_Client_Init.
+inline std::atomic<bool> g_verbose_errors{true};
 
 // The process's runtime, or null before gex_Client_Init.
 inline Runtime* g_runtime = nullptr;

@@ -1947,6 +1947,25 @@ TEST(FreshProcessDeathTest, ClientInitWithNullOutputs) {
       "\\(GASNET_ERR_BAD_ARG\\)");
 }
 
+TEST(FreshProcessDeathTest, VerboseErrorsOffBeforeInitSilenceInit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The child prints only its own line: gex_Client_Init's complaint about
+  // the NULL output is silenced by the switch turned off before it.
+  EXPECT_EXIT(
+      {
+        gex_System_SetVerboseErrors(0);
+        CHILD_CHECK(gex_System_GetVerboseErrors() == 0);
+        gex_Client_t c;
+        gex_EP_t e;
+        const int rc =
+            gex_Client_Init(&c, &e, nullptr, "quiet", nullptr, nullptr, 0);
+        CHILD_CHECK(rc == GASNET_ERR_BAD_ARG);
+        std::fprintf(stderr, "quiet-init ok\n");
+        _exit(0);
+      },
+      testing::ExitedWithCode(0), "^quiet-init ok\n$");
+}
+
 TEST(FreshProcessDeathTest, ClientFlagsAndNameAreKept) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
