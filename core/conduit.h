@@ -91,6 +91,20 @@ struct Sink {
   void Deliver(const Inbound& m) const { deliver(context, m); }
 };
 
+// The rest of this rank's progress (the supernode's PSHM network), for a
+// conduit's waits. A send that waits for room must keep polling every
+// transport, not only its own: otherwise a rank waiting on the conduit and
+// a supernode peer waiting on it through PSHM can wait for each other
+// forever (tests/core's flood job did). `replies_only`: the wait is a
+// Reply's, so only reply handlers may run.
+struct OtherProgress {
+  int (*poll)(void* context, bool replies_only) = nullptr;
+  void* context = nullptr;
+  int Poll(bool replies_only) const {
+    return poll == nullptr ? 0 : poll(context, replies_only);
+  }
+};
+
 struct InitArgs {
   Bootstrap* bootstrap = nullptr;
   const NodeMap* map = nullptr;
@@ -99,6 +113,9 @@ struct InitArgs {
   // More ranks than cores on this host: waits should yield.
   bool polite = false;
   Sink sink;
+  // Polled, besides the conduit's own queues, by every wait of Request
+  // and Reply.
+  OtherProgress others;
 };
 
 // A negotiated-payload message between Reserve and Commit or Cancel. The
@@ -146,8 +163,9 @@ class Conduit {
   // Sends a Request to `dest` (never a supernode peer). The payload has
   // been copied out, or sent, when it returns. With `immediate` returns
   // kWouldBlock, having sent nothing, where it would have to wait;
-  // otherwise waits, polling (so ranks flooding each other cannot
-  // deadlock).
+  // otherwise waits, polling its own queues and InitArgs::others (so ranks
+  // flooding each other cannot deadlock; a Reply's wait polls replies
+  // only).
   virtual SendStatus Request(Rank dest, const Outbound& m, bool immediate) = 0;
   // Replies to the Request whose Inbound::reply was `reply`, from inside
   // its handler.

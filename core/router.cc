@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "base/fatal.h"
+#include "base/spin_wait.h"
+#include "core/progress.h"
 
 namespace gexrt::core {
 
@@ -20,6 +22,21 @@ SendStatus ConduitReply(Runtime& rt, am::Token& token, const Outbound& m,
   return rt.conduit->Reply(token.reply, m, immediate);
 }
 
+SendStatus SharedRequestPollingAll(Runtime& rt, uint32_t index,
+                                   am::Category category, uint8_t handler,
+                                   const uint32_t* args, uint8_t nargs,
+                                   const void* payload, size_t len,
+                                   void* long_local, uint64_t long_dest) {
+  PoliteSpinWait spin(rt.polite);
+  for (;;) {
+    const SendStatus s =
+        rt.net->SendRequest(index, category, handler, args, nargs, payload, len,
+                            long_local, long_dest, /*immediate=*/true);
+    if (s == SendStatus::kOk) return s;
+    if (PollNetworks(rt) == 0) spin.Pause();
+  }
+}
+
 SendStatus ReserveRequest(Runtime& rt, Rank rank, am::Category category,
                           uint8_t nargs, size_t max_payload, bool immediate,
                           PreparedMessage* m) {
@@ -27,8 +44,18 @@ SendStatus ReserveRequest(Runtime& rt, Rank rank, am::Category category,
   const int32_t index = rt.supernode->LocalIndex(rank);
   if (index >= 0) {
     m->route = am::Route::kShared;
-    return rt.net->ReserveRequest(static_cast<uint32_t>(index), category, nargs,
-                                  max_payload, immediate, &m->shared);
+    if (!rt.conduit_has_peers || immediate) {
+      return rt.net->ReserveRequest(static_cast<uint32_t>(index), category,
+                                    nargs, max_payload, immediate, &m->shared);
+    }
+    // As SharedRequestPollingAll: wait polling the conduit too.
+    PoliteSpinWait spin(rt.polite);
+    while (rt.net->ReserveRequest(static_cast<uint32_t>(index), category, nargs,
+                                  max_payload, /*immediate=*/true,
+                                  &m->shared) != SendStatus::kOk) {
+      if (PollNetworks(rt) == 0) spin.Pause();
+    }
+    return SendStatus::kOk;
   }
   if (rank >= rt.size || !rt.conduit_has_peers) {
     FatalErrorF("core: rank %u cannot be reached from rank %u (job of %u)",

@@ -11,6 +11,15 @@
 #include "pshm/queue_layout.h"
 
 namespace gexrt::core {
+namespace {
+
+// InitArgs::others: the PSHM network, for the conduit's waits.
+int PollShared(void* context, bool replies_only) {
+  pshm::AmNetwork& net = *static_cast<Runtime*>(context)->net;
+  return replies_only ? net.PollReplies() : net.Poll();
+}
+
+}  // namespace
 
 void Init(Runtime& rt, InitOptions options, const char* call) {
   rt.conduit = std::move(options.conduit);
@@ -46,6 +55,7 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   args.thread_safe = rt.thread_safe;
   args.polite = rt.polite;
   args.sink = Sink{&DispatchConduit, &rt};
+  args.others = OtherProgress{&PollShared, &rt};
   if (const absl::Status s = rt.conduit->Init(args); !s.ok()) {
     FatalErrorF("%s: the %s conduit: %s", call, rt.conduit->name(),
                 s.message());

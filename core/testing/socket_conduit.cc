@@ -141,6 +141,7 @@ absl::Status SocketConduit::Init(const InitArgs& args) {
   }
   bootstrap_ = args.bootstrap;
   sink_ = args.sink;
+  others_ = args.others;
   polite_ = args.polite;
   rank_ = bootstrap_->rank();
   size_ = bootstrap_->size();
@@ -291,11 +292,13 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
       counters_.would_block.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    // Wait, polling: a Request both sockets, anything else (sent while a
-    // request is being handled) only the replies, whose handling never
-    // sends.
+    // Wait, polling: a Request both sockets and everything else of this
+    // rank, anything else (sent while a request is being handled) only
+    // replies, whose handlers never send.
+    const bool replies_only = from != kRequests;
     int progress = Drain(kReplies, kDrainBudget);
-    if (from == kRequests) progress += Drain(kRequests, kDrainBudget);
+    if (!replies_only) progress += Drain(kRequests, kDrainBudget);
+    progress += others_.Poll(replies_only);
     if (progress == 0) spin.Pause();
   }
 }

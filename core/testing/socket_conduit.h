@@ -11,10 +11,10 @@
 // acknowledgements, Get data). A message is one datagram: a Header, the
 // arguments, the payload. Flow control is the kernel's: a send to a socket
 // whose queue is full fails with EAGAIN; an IMMEDIATE send then returns
-// kWouldBlock, any other waits, polling its own sockets (a Request both, a
-// Reply and anything sent from a request's processing only the reply
-// socket, whose messages never send), so ranks flooding each other cannot
-// deadlock among themselves.
+// kWouldBlock, any other waits, polling its own sockets and the rest of the
+// rank (InitArgs::others: PSHM): a Request all of them, a Reply, and
+// anything sent while a request is handled, only replies (whose handlers
+// never send), so ranks flooding each other cannot deadlock.
 //
 // A Long's payload is written by the receiver into its own segment at the
 // destination the sender named (fatal, naming the range, when that is not
@@ -151,6 +151,7 @@ class SocketConduit final : public Conduit {
   Rank size_ = 0;
   bool polite_ = false;
   Sink sink_;
+  OtherProgress others_;
   Bootstrap* bootstrap_ = nullptr;
   int fd_[kChannels] = {-1, -1};
   std::vector<Peer> peers_;

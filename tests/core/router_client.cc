@@ -39,9 +39,11 @@
 //   coll      Barriers, broadcasts from a root in each supernode, a
 //             reduce-to-all and a reduce-to-one across both supernodes.
 //   flood     Every rank sends 3000 Medium Requests alternately to its
-//             PSHM peer and its conduit peer without waiting for replies;
-//             every request and reply must arrive (no deadlock between a
-//             rank waiting on the conduit and one waiting on PSHM).
+//             PSHM peer and its conduit peer without waiting for replies,
+//             each answered by a 4 KiB Medium Reply; every request and
+//             reply must arrive. Ranks waiting for room on the conduit and
+//             ranks waiting on PSHM wait for each other unless every wait
+//             polls both transports (the router and InitArgs::others).
 //   exit <code>      Every rank calls gasnet_exit(code) after a barrier.
 //   exit-one <code>  Rank 3 calls gasnet_exit(code) while the others wait
 //             in a barrier that never completes: the exit reaches them
@@ -660,6 +662,7 @@ void ModeColl() {
 // flood
 
 constexpr int kFlood = 3000;
+constexpr size_t kFloodReply = 4096;
 int g_flood_requests = 0;
 int g_flood_replies = 0;
 
@@ -669,10 +672,17 @@ void FloodReqHandler(gex_Token_t t, void* buf, size_t nbytes,
   CHECK(nbytes == 512, "flood %zu bytes", nbytes);
   CheckBytes(static_cast<unsigned char*>(buf), 16, sender, i & 0xff, "flood");
   ++g_flood_requests;
-  CHECK(gex_AM_ReplyShort1(t, kFloodRep, 0, i) == 0, "flood reply");
+  static unsigned char reply[kFloodReply];
+  Fill(reply, 16, g_me, (i + 1) & 0xff);
+  CHECK(gex_AM_ReplyMedium1(t, kFloodRep, reply, sizeof reply, GEX_EVENT_NOW, 0,
+                            i) == 0,
+        "flood reply");
 }
-void FloodRepHandler(gex_Token_t t, gex_AM_Arg_t) {
-  Source(t, false);
+void FloodRepHandler(gex_Token_t t, void* buf, size_t nbytes, gex_AM_Arg_t i) {
+  const gex_Rank_t src = Source(t, false);
+  CHECK(nbytes == kFloodReply, "flood reply %zu bytes", nbytes);
+  CheckBytes(static_cast<unsigned char*>(buf), 16, src, (i + 1) & 0xff,
+             "flood reply");
   ++g_flood_replies;
 }
 
@@ -723,7 +733,7 @@ void RegisterHandlers() {
       {kFloodReq, reinterpret_cast<gex_AM_Fn_t>(&FloodReqHandler),
        GEX_FLAG_AM_MEDIUM | req, 2, nullptr, "flood req"},
       {kFloodRep, reinterpret_cast<gex_AM_Fn_t>(&FloodRepHandler),
-       GEX_FLAG_AM_SHORT | rep, 1, nullptr, "flood rep"},
+       GEX_FLAG_AM_MEDIUM | rep, 1, nullptr, "flood rep"},
   };
   CHECK(gex_EP_RegisterHandlers(
             g_ep, entries, sizeof entries / sizeof entries[0]) == GASNET_OK,
