@@ -44,6 +44,11 @@
 //             reply must arrive. Ranks waiting for room on the conduit and
 //             ranks waiting on PSHM wait for each other unless every wait
 //             polls both transports (the router and InitArgs::others).
+//   par       (router_par_client, GASNET_PAR) Three threads per rank send
+//             Medium Requests alternately to both peers while the main
+//             thread polls, then each Puts and Gets two chunks to each
+//             peer; every request and reply arrives once, every byte is
+//             checked.
 //   exit <code>      Every rank calls gasnet_exit(code) after a barrier.
 //   exit-one <code>  Rank 3 calls gasnet_exit(code) while the others wait
 //             in a barrier that never completes: the exit reaches them
@@ -59,6 +64,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/testing/socket_conduit.h"
@@ -191,6 +197,8 @@ enum : gex_AM_Index_t {
   kImmRelease,
   kFloodReq,
   kFloodRep,
+  kParReq,
+  kParRep,
 };
 
 // Per peer: requests handled from it, replies received from it.
@@ -705,6 +713,85 @@ void ModeFlood() {
 
 // ---------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------
+// par (the PAR build only)
+
+constexpr int kParThreads = 3;
+constexpr int kParEach = 400;
+constexpr size_t kParRma = 100000;  // two chunks
+std::atomic<int> g_par_requests{0};
+std::atomic<int> g_par_replies{0};
+
+void ParReqHandler(gex_Token_t t, void* buf, size_t nbytes, gex_AM_Arg_t sender,
+                   gex_AM_Arg_t id) {
+  CHECK(Source(t, true) == static_cast<gex_Rank_t>(sender), "par source");
+  CHECK(nbytes == 256, "par %zu bytes", nbytes);
+  CheckBytes(static_cast<unsigned char*>(buf), nbytes, sender, id & 0xff,
+             "par request");
+  g_par_requests.fetch_add(1);
+  CHECK(gex_AM_ReplyShort2(t, kParRep, 0, g_me, id) == 0, "par reply");
+}
+void ParRepHandler(gex_Token_t t, gex_AM_Arg_t responder, gex_AM_Arg_t) {
+  CHECK(Source(t, false) == static_cast<gex_Rank_t>(responder), "par reply");
+  g_par_replies.fetch_add(1);
+}
+
+#if defined(GASNET_PAR)
+// One thread: Medium Requests alternately to both peers, then a Put and a
+// Get back to each in its own part of this rank's RMA slots there.
+void ParThread(int tid) {
+  std::vector<unsigned char> data(256);
+  for (int i = 0; i < kParEach; ++i) {
+    const gex_Rank_t peer = i % 2 == 0 ? g_pshm_peer : g_conduit_peer;
+    const gex_AM_Arg_t id = (tid << 16) | i;
+    Fill(data.data(), data.size(), g_me, id & 0xff);
+    CHECK(gex_AM_RequestMedium2(g_tm, peer, kParReq, data.data(), data.size(),
+                                GEX_EVENT_NOW, 0, g_me, id) == 0,
+          "par request");
+    if (i % 16 == 0) gasnet_AMPoll();
+  }
+  for (const gex_Rank_t peer : {g_pshm_peer, g_conduit_peer}) {
+    unsigned char* at =
+        g_owner[peer] + kRmaRegion + g_me * kRmaSlot + tid * kParRma;
+    std::vector<unsigned char> out(kParRma), back(kParRma, 0);
+    Fill(out.data(), kParRma, g_me, 240 + tid);
+    CHECK(gex_RMA_PutBlocking(g_tm, peer, at, out.data(), kParRma, 0) == 0,
+          "par put");
+    CHECK(gex_RMA_GetBlocking(g_tm, back.data(), peer, at, kParRma, 0) == 0,
+          "par get");
+    CheckBytes(back.data(), kParRma, g_me, 240 + tid, "par get");
+  }
+}
+
+#endif  // GASNET_PAR
+
+void ModePar() {
+#if defined(GASNET_PAR)
+  static_assert(kParThreads * kParRma <= kRmaSlot);
+  Barrier();
+  const SocketConduitStats before = Conduit().stats();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kParThreads; ++t) threads.emplace_back(ParThread, t);
+  // This thread polls too while the others send.
+  constexpr int kTotal = kParThreads * kParEach;
+  PollUntil(
+      [] {
+        return g_par_replies.load() == kTotal &&
+               g_par_requests.load() == kTotal;
+      },
+      "the threads' messages");
+  for (std::thread& t : threads) t.join();
+  const SocketConduitStats after = Conduit().stats();
+  Barrier();
+  Say("par ok requests=%d replies=%d conduit_rdma_puts=%" PRIu64
+      " conduit_rdma_gets=%" PRIu64,
+      g_par_requests.load(), g_par_replies.load(),
+      after.rdma_puts - before.rdma_puts, after.rdma_gets - before.rdma_gets);
+#else
+  CHECK(false, "mode par needs the PAR build (router_par_client)");
+#endif
+}
+
 void RegisterHandlers() {
   const gex_Flags_t req = GEX_FLAG_AM_REQUEST, rep = GEX_FLAG_AM_REPLY;
   gex_AM_Entry_t entries[] = {
@@ -732,6 +819,10 @@ void RegisterHandlers() {
        GEX_FLAG_AM_SHORT | req, 1, nullptr, "imm release"},
       {kFloodReq, reinterpret_cast<gex_AM_Fn_t>(&FloodReqHandler),
        GEX_FLAG_AM_MEDIUM | req, 2, nullptr, "flood req"},
+      {kParReq, reinterpret_cast<gex_AM_Fn_t>(&ParReqHandler),
+       GEX_FLAG_AM_MEDIUM | req, 2, nullptr, "par req"},
+      {kParRep, reinterpret_cast<gex_AM_Fn_t>(&ParRepHandler),
+       GEX_FLAG_AM_SHORT | rep, 2, nullptr, "par rep"},
       {kFloodRep, reinterpret_cast<gex_AM_Fn_t>(&FloodRepHandler),
        GEX_FLAG_AM_MEDIUM | rep, 1, nullptr, "flood rep"},
   };
@@ -794,6 +885,8 @@ int main(int argc, char** argv) {
     ModeRma(arg);
   } else if (mode == "coll") {
     ModeColl();
+  } else if (mode == "par") {
+    ModePar();
   } else if (mode == "flood") {
     ModeFlood();
   } else if (mode == "exit") {

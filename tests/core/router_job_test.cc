@@ -34,14 +34,15 @@ struct RouterJob {
 // Runs router_client with `args` on 4 ranks in two supernodes, with none of
 // the test's own GASNET_* and GEX_* variables, then `env`.
 RouterJob RunRouterJob(const std::vector<std::string>& args,
-                       const std::vector<std::string>& env = {}) {
+                       const std::vector<std::string>& env = {},
+                       const std::string& client = "router_client") {
   BecomeSubreaper();
   RouterJob job;
   job.tmpdir = MakeTempDir("router");
   JobSpec spec;
   spec.argv = {Runfile("tests/core/gasnetrun_socket"), "-n",
                std::to_string(kRanks), "-spawner=fork",
-               Runfile("tests/core/router_client")};
+               Runfile("tests/core/" + client)};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
@@ -56,7 +57,7 @@ RouterJob RunRouterJob(const std::vector<std::string>& args,
   spec.env.push_back("GASNET_TMPDIR=" + job.tmpdir);
   spec.env.push_back("TMPDIR=" + job.tmpdir);
   spec.env.insert(spec.env.end(), env.begin(), env.end());
-  spec.limit = absl::Seconds(120);
+  spec.limit = absl::Seconds(60);
   job.r = RunJob(spec);
   return job;
 }
@@ -199,6 +200,18 @@ TEST(RouterJobTest, FloodingBothPeersAtOnceDoesNotDeadlock) {
     EXPECT_EQ(Field(line, "requests"), 3000) << line;
     EXPECT_EQ(Field(line, "replies"), 3000) << line;
   }
+}
+
+TEST(RouterJobTest, ParThreadsSendAndPollOverBothTransports) {
+  const RouterJob job = RunRouterJob({"par"}, {}, "router_par_client");
+  for (const auto& [rank, line] : ExpectEveryRankOk(job, "par ok")) {
+    EXPECT_EQ(Field(line, "requests"), 3 * 400) << line;
+    EXPECT_EQ(Field(line, "replies"), 3 * 400) << line;
+    EXPECT_EQ(Field(line, "conduit_rdma_puts"), 3) << line;
+    EXPECT_EQ(Field(line, "conduit_rdma_gets"), 3) << line;
+  }
+  EXPECT_THAT(job.r.err,
+              ::testing::Not(::testing::HasSubstr("ThreadSanitizer")));
 }
 
 TEST(RouterJobTest, CollectiveExitEndsTheJobWithItsCode) {
