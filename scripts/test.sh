@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
-#   2. the base, bootstrap, pshm, am, rma, exit and api layers' tests, and
+#   2. the base, bootstrap, pshm, am, rma, exit, core and api layers' tests
+#      (the router over the test conduit included), and
 #      the launcher's, PSHM's, the C and C++ APIs' end-to-end tests and the
 #      C++/RMA benchmark smoke tests, again under AddressSanitizer and
 #      UBSan (the exit paths' job tests under UBSan); the PSHM network's
-#      threaded tests, the exit protocol's and the PAR-mode C and C++ API
-#      tests under ThreadSanitizer;
+#      threaded tests, the exit protocol's, the test conduit's and the
+#      router's jobs, and the PAR-mode C and C++ API tests under
+#      ThreadSanitizer;
 #   3. the layering check (no upward dependency edge; the seven dependency
 #      targets exist) and the seam check (rma/ does not depend on pshm/;
 #      api/ uses pshm/ only in the barrier and collectives);
@@ -50,7 +52,8 @@ run_check() {
 
 run_bazel_tests //...
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
-  //tests/pshm/... //am/... //rma/... //exit/... //api/... //tests/api/...
+  //tests/pshm/... //am/... //rma/... //exit/... //core/... //tests/core/...
+  //api/... //tests/api/...
   //examples/...
   //tests/benchmarks:cpp_api_benchmark_smoke_test
   //tests/benchmarks:gex_rma_bench_smoke_test)
@@ -63,7 +66,8 @@ run_bazel_tests --config=ubsan "${sanitized[@]}" //tests/exit/...
 # sending and polling concurrently), under ThreadSanitizer.
 run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
   //tests/api:rma_job_test //rma:event_test //tests/api:cpp_job_test \
-  //exit:protocol_test
+  //exit:protocol_test //core/testing:socket_conduit_test \
+  //tests/core:router_job_test
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "seam check" bash tools/check_seam.sh
