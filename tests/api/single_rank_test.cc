@@ -988,7 +988,7 @@ TEST_F(AmTest, EveryCategoryAndArgumentCountLoopsBack) {
       if (c != kShort && lc_opt == &lc) {  // The source may be reused at once.
         EXPECT_EQ(lc, GEX_EVENT_INVALID);
       }
-      std::memset(p.data(), 0, p.size());
+      if (!p.empty()) std::memset(p.data(), 0, p.size());
       ASSERT_TRUE(
           PollUntil([&] { return g_sweep_replies[c][n] == before_rep + 1; }));
       EXPECT_EQ(g_sweep_requests[c][n], before_req + 1);
