@@ -208,6 +208,11 @@ class AmNetwork {
   struct alignas(kCacheLine) Consumer {
     uint32_t head = 0;
     uint32_t running = 0;  // Handlers running (SEQ; a handler may poll).
+    // SEQ: the head last stored into `finished`, and how many finished
+    // requests wait for the next store at most (a quarter of the ring): see
+    // PublishFinished.
+    uint32_t published = 0;
+    uint32_t publish_every = 1;
     std::atomic<uint32_t>* finished = nullptr;  // QueueControl.
     uint32_t source_rank = 0;
     uint32_t depth = 0;
@@ -264,6 +269,8 @@ class AmNetwork {
   void FreeChunk(Pool& pool, uint32_t chunk_offset);
   // One round of waiting for space on `channel`.
   void WaitProgress(Channel channel);
+  // Stores `k`'s finished count (single-threaded mode).
+  void PublishFinished(Consumer& k);
   // Runs the replies that have arrived from `dest`; retires finished slots.
   int TakeReplies(Producer& p, uint32_t dest);
   // Retires the finished requests to one peer that have no reply to run;

@@ -1269,6 +1269,56 @@ TEST(AmNetworkTest, ARequestWithoutAReplyFreesItsSlotWithoutRequesterPolling) {
   }
 }
 
+// A single-threaded receiver says which requests it has finished a quarter
+// of the ring at a time and at the end of each pass over its queue, not
+// after every request: a sender waiting for slots reads that line, and a
+// store per request would take the line back from the sender every time.
+// So a full sender gets nothing back while the first quarter of a pass
+// runs, then a quarter at a time.
+TEST(AmNetworkTest, AReceiverGivesSlotsBackAQuarterRingAtATime) {
+  for (uint32_t depth : {8u, 5u, 1u}) {
+    SCOPED_TRACE(absl::StrFormat("depth %u", depth));
+    const uint32_t quarter = (depth + 3) / 4;
+    Supernode node(2, Config(depth));
+    Endpoint a(node, 0), b(node, 1);
+    // First one round trip's worth, so that the flood below does not start
+    // in the reused last slot (whose skip ahead counts as finished too).
+    ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
+    ASSERT_EQ(b.net().Poll(), 1);
+    std::vector<SendStatus> during;  // `a`'s send from each handler
+    b.on_request = [&](const Message& m) {
+      if (m.args[0] < depth) {
+        during.push_back(SendShort(a, 1, 1, {100 + m.args[0]}, true));
+      }
+    };
+    for (uint32_t i = 0; i < depth; ++i) {
+      ASSERT_EQ(SendShort(a, 1, 1, {i}, true), SendStatus::kOk);
+    }
+    ASSERT_EQ(SendShort(a, 1, 1, {99}, true), SendStatus::kWouldBlock);
+    EXPECT_EQ(b.net().Poll(), static_cast<int>(depth));
+    ASSERT_EQ(during.size(), depth);
+    for (uint32_t i = 0; i < depth; ++i) {
+      EXPECT_EQ(during[i],
+                i < quarter ? SendStatus::kWouldBlock : SendStatus::kOk)
+          << "handler " << i;
+    }
+    // The requests sent from the handlers, in order; the pass that ran
+    // them said so at its end, so every slot is free again.
+    EXPECT_EQ(b.net().Poll(), static_cast<int>(depth - quarter));
+    for (uint32_t i = 0; i < depth; ++i) {
+      EXPECT_EQ(SendShort(a, 1, 1, {200 + i}, true), SendStatus::kOk);
+    }
+    EXPECT_EQ(a.net().waits(), 0u);
+    ASSERT_EQ(b.delivered.size(), 1 + 2 * depth - quarter);
+    for (uint32_t i = 0; i < depth; ++i) {
+      EXPECT_EQ(b.delivered[1 + i].args[0], i);
+    }
+    for (uint32_t i = depth; i < 2 * depth - quarter; ++i) {
+      EXPECT_EQ(b.delivered[1 + i].args[0], 100 + quarter + (i - depth));
+    }
+  }
+}
+
 // Replies run in the order of their requests (SEQ), and a request without
 // a reply between two with replies holds up neither.
 TEST(AmNetworkTest, RepliesRunInRequestOrder) {

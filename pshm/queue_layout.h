@@ -67,8 +67,9 @@ static_assert(sizeof(RegionHeader) == kCacheLine);
 // The owner's count of requests from one peer it has finished: every
 // position before it has run its handler, and has its reply in its slot if
 // it has one. A requester reads it only when it needs a slot back from a
-// request that has no reply (a single-threaded owner writes it after each
-// handler instead of touching the slot; a thread-safe one, whose handlers
+// request that has no reply (a single-threaded owner writes it after every
+// quarter of the ring of handlers and at the end of each pass over the
+// queue, instead of touching the slot; a thread-safe one, whose handlers
 // end out of order, marks each such slot kDone instead).
 struct alignas(kCacheLine) QueueControl {
   // count << 1 | 1 (the low bit: "counted"; 0 from a thread-safe owner).

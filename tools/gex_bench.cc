@@ -1,7 +1,10 @@
 // gex_bench: Active Message performance between rank pairs, in the layout
 // GASNet's testam users know (ping-pong Request/Reply and Request/Request,
 // flood one-way and round trip, plus two-way), over Short, Medium and Long
-// and payload sizes 0, 1, 2, 4, ... up to the conduit's limit.
+// and payload sizes 0, 1, 2, 4, ... up to the conduit's limit; and
+// flood-short-oneway, testam's one-way flood exactly (the sender only
+// sends, the handler only counts) for a Short with no arguments against a
+// Medium of 8 bytes, alternated in one run, with their ratio.
 //
 //   bazel build --config=opt //tools:gex_bench_smp //tools:gasnetrun_smp
 //   bazel-bin/tools/gasnetrun_smp -n 2 bazel-bin/tools/gex_bench_smp -i 20000
@@ -78,6 +81,8 @@ enum : gex_AM_Index_t {
   kPeerDone,                      // request: the peer's two-way half is done
   kResultCount,                   // request to rank 0: how many rows follow
   kResultRows,                    // request to rank 0: result rows
+  kCountShort,                    // request: count it, nothing else
+  kCountMedium,                   // request: count it, nothing else
 };
 
 constexpr gex_AM_Index_t Ping(Category c) {
@@ -88,6 +93,9 @@ constexpr gex_AM_Index_t Pong(Category c) {
 }
 constexpr gex_AM_Index_t Sink(Category c) {
   return static_cast<gex_AM_Index_t>(kSinkBase + static_cast<int>(c));
+}
+constexpr gex_AM_Index_t Count(Category c) {
+  return c == Category::kShort ? kCountShort : kCountMedium;
 }
 
 // One measured figure. POD: rows travel to rank 0 in Medium payloads.
@@ -131,6 +139,16 @@ std::atomic<uint64_t> g_sunk{0};     // Sink handlers run here
 std::atomic<uint64_t> g_sink_expect{0};
 std::atomic<uint64_t> g_flood_done{0};
 std::atomic<uint64_t> g_peer_done{0};
+std::atomic<uint64_t> g_counted{0};  // Count handlers run here
+
+// flood-short-oneway: each round measures a Short 0 B flood and a Medium
+// 8 B flood, each after its own warm-up, Short first in even rounds and
+// Medium first in odd ones, so a change in the machine during the run
+// reaches both alike. Rank 0 keeps its pair's Short/Medium ratio (the
+// median of the per-round ratios) for the summary; 0 when not measured.
+constexpr int kFloodRounds = 9;
+constexpr uint64_t kFloodMediumBytes = 8;
+double g_short_medium_ratio = 0;
 
 // Rank 0's collection of the other pairs' rows.
 std::mutex g_rows_mutex;
@@ -183,6 +201,14 @@ void SinkArrived(gex_Token_t token) {
 }
 void SinkShort(gex_Token_t token) { SinkArrived(token); }
 void SinkPayload(gex_Token_t token, void*, size_t) { SinkArrived(token); }
+
+// testam's pong_*handler_flood: count, nothing else.
+void CountShort(gex_Token_t) {
+  g_counted.fetch_add(1, std::memory_order_release);
+}
+void CountMedium(gex_Token_t, void*, size_t) {
+  g_counted.fetch_add(1, std::memory_order_release);
+}
 
 void FloodDone(gex_Token_t) {
   g_flood_done.fetch_add(1, std::memory_order_release);
@@ -248,6 +274,10 @@ void RegisterHandlers(gex_EP_t ep) {
        "gex_bench result count"},
       {kResultRows, Fn(ResultRows), kMedium | kReq, 0, nullptr,
        "gex_bench result rows"},
+      {kCountShort, Fn(CountShort), kShort | kReq, 0, nullptr,
+       "gex_bench count short"},
+      {kCountMedium, Fn(CountMedium), kMedium | kReq, 0, nullptr,
+       "gex_bench count medium"},
   };
   Check(gex_EP_RegisterHandlers(ep, table, sizeof table / sizeof table[0]),
         "gex_EP_RegisterHandlers");
@@ -337,6 +367,21 @@ double Run(Test test, size_t size, uint64_t n) {
             "gex_AM_RequestShort0");
       GASNET_BLOCKUNTIL(Load(g_peer_done) == 1 && Load(g_served) == n);
       break;
+    case Test::kFloodShortOneWay:
+      // testam's one-way flood: the sender's loop only sends (a send that
+      // finds the queue full polls inside, until a slot is free), the
+      // handler only counts, and the target polls until it has counted
+      // them all. It then says so with a Request from its main loop, so
+      // that the time ends per pair (testam ends it with a barrier).
+      if (init) {
+        for (uint64_t i = 0; i < n; ++i) Request<C>(Count(C), size);
+        GASNET_BLOCKUNTIL(Load(g_peer_done) == 1);
+      } else {
+        GASNET_BLOCKUNTIL(Load(g_counted) == n);
+        Check(gex_AM_RequestShort0(g_job.tm, g_job.peer, kPeerDone, 0),
+              "gex_AM_RequestShort0");
+      }
+      break;
   }
   return init ? SecondsSince(start) : 0.0;
 }
@@ -348,6 +393,7 @@ void ResetCounters(uint64_t n) {
   g_sink_expect.store(n, std::memory_order_relaxed);
   g_flood_done.store(0, std::memory_order_relaxed);
   g_peer_done.store(0, std::memory_order_relaxed);
+  g_counted.store(0, std::memory_order_relaxed);
 }
 
 // Every rank calls this for every measurement, in the same order; the
@@ -491,6 +537,16 @@ void PrintSummary(const std::vector<Row>& rows, double baseline_us) {
         "  AM Medium 8 B flood one-way: %.3f us/msg (%.2f million msgs/s)\n",
         row->usec_per_op, 1.0 / row->usec_per_op);
   }
+  const Row* short_row =
+      FindRow(rows, Test::kFloodShortOneWay, Category::kShort, 0);
+  const Row* medium_row = FindRow(rows, Test::kFloodShortOneWay,
+                                  Category::kMedium, kFloodMediumBytes);
+  if (short_row != nullptr && medium_row != nullptr) {
+    std::printf(
+        "  AM flood one-way, handler only counts: Short 0 B %.4f us/msg, "
+        "Medium 8 B %.4f us/msg, Short/Medium = %.3fx\n",
+        short_row->usec_per_op, medium_row->usec_per_op, g_short_medium_ratio);
+  }
   std::fflush(stdout);
 }
 
@@ -530,6 +586,67 @@ bool WriteCsv(std::FILE* f, const std::vector<Row>& rows,
   }
   const bool ok = std::fflush(f) == 0 && !std::ferror(f);
   return std::fclose(f) == 0 && ok;
+}
+
+// ---- flood-short-oneway ----------------------------------------------------
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 != 0 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// kFloodRounds rounds of Short 0 B and Medium 8 B (see kFloodRounds); the
+// rows carry the medians, the table line the median per-round ratio.
+void FloodShortVsMedium(const Options& opt, uint32_t* seq,
+                        std::vector<Row>* rows) {
+  const bool leader = g_job.me == 0;
+  if (leader) PrintTableHeader(Test::kFloodShortOneWay, false);
+  const uint64_t n = opt.iterations;
+  std::vector<double> short_us;
+  std::vector<double> medium_us;
+  std::vector<double> ratios;
+  for (int round = 0; round < kFloodRounds; ++round) {
+    double us[2] = {0, 0};  // Short, Medium
+    for (int k = 0; k < 2; ++k) {
+      const int medium = k ^ (round % 2);
+      const Category c = medium ? Category::kMedium : Category::kShort;
+      const uint64_t size = medium ? kFloodMediumBytes : 0;
+      Measure(Test::kFloodShortOneWay, c, size, opt.warmup);
+      us[medium] = Measure(Test::kFloodShortOneWay, c, size, n) * 1e6 /
+                   static_cast<double>(n);
+    }
+    short_us.push_back(us[0]);
+    medium_us.push_back(us[1]);
+    ratios.push_back(us[1] > 0 ? us[0] / us[1] : 0);
+  }
+  if (g_job.initiator) {
+    const double s_us = Median(short_us);
+    const double m_us = Median(medium_us);
+    const int32_t test = static_cast<int32_t>(Test::kFloodShortOneWay);
+    rows->push_back(Row{test, static_cast<int32_t>(Category::kShort), g_job.me,
+                        *seq, 0, n, s_us, 0});
+    rows->push_back(
+        Row{test, static_cast<int32_t>(Category::kMedium), g_job.me, *seq + 1,
+            kFloodMediumBytes, n, m_us,
+            m_us > 0 ? kFloodMediumBytes / m_us * 1e6 / (1 << 20) : 0});
+    if (leader) {
+      PrintTableRow((*rows)[rows->size() - 2], 0, false);
+      PrintTableRow(rows->back(), 0, false);
+      g_short_medium_ratio = Median(ratios);
+      std::printf(
+          "  Short 0 B / Medium 8 B: %.3fx (median of %d alternating rounds "
+          "of %" PRIu64
+          " messages each; rounds %.3f .. %.3f; medians %.1f / "
+          "%.1f ns per message)\n",
+          g_short_medium_ratio, kFloodRounds, n,
+          *std::min_element(ratios.begin(), ratios.end()),
+          *std::max_element(ratios.begin(), ratios.end()), s_us * 1e3,
+          m_us * 1e3);
+      std::fflush(stdout);
+    }
+  }
+  *seq += 2;
 }
 
 // ---- set-up ----------------------------------------------------------------
@@ -694,6 +811,10 @@ int Main(int argc, char** argv) {
 
   // ---- the AM tests ----
   for (Test test : opt.tests) {
+    if (test == Test::kFloodShortOneWay) {
+      FloodShortVsMedium(opt, &seq, &rows);
+      continue;
+    }
     const bool ratio = IsPingPong(test) && baseline_us > 0;
     if (leader) PrintTableHeader(test, ratio);
     for (Category category : opt.categories) {

@@ -27,6 +27,11 @@ constexpr TestInfo kTestInfo[] = {
     {Test::kTwoWay, "twoway",
      "two-way: both ranks of the pair flood round trips at once; us/op per "
      "round trip of the pair together, MB/s both ways"},
+    {Test::kFloodShortOneWay, "flood-short-oneway",
+     "testam's one-way flood, Short 0-arg against Medium 8 B: the sender "
+     "only sends (polling inside a send that finds the queue full), the "
+     "handler only counts; us/op per message, medians of alternating "
+     "rounds"},
 };
 
 struct CategoryInfo {
@@ -167,6 +172,8 @@ std::string Usage(std::string_view program) {
       "                       " +
       KnownTests() +
       "\n"
+      "                       (flood-short-oneway: Short 0 B against Medium\n"
+      "                       8 B whatever -c and -m say, with their ratio)\n"
       "  -c, --categories L   comma-separated: short,medium,long (default "
       "all)\n"
       "      --csv FILE       also write every figure to FILE (rank 0):\n"

@@ -23,10 +23,16 @@ enum class Test {
   kFloodOneWay,     // N requests counted at the target, one reply at the end
   kFloodRoundTrip,  // N requests in flight, every one replied
   kTwoWay,          // both ranks of a pair flood round trips at once
+  // testam's one-way flood exactly: the sender only sends (it polls only
+  // inside a send that finds the queue full), the handler only counts, the
+  // target polls until it has counted them all. Short with no arguments
+  // and Medium of 8 bytes, alternated over several rounds in one run, and
+  // the ratio of the two. Takes no categories or sizes.
+  kFloodShortOneWay,
 };
-inline constexpr Test kAllTests[] = {Test::kPingPongReqRep,
-                                     Test::kPingPongReqReq, Test::kFloodOneWay,
-                                     Test::kFloodRoundTrip, Test::kTwoWay};
+inline constexpr Test kAllTests[] = {
+    Test::kPingPongReqRep, Test::kPingPongReqReq, Test::kFloodOneWay,
+    Test::kFloodRoundTrip, Test::kTwoWay,         Test::kFloodShortOneWay};
 
 enum class Category { kShort, kMedium, kLong };
 inline constexpr Category kAllCategories[] = {

@@ -27,7 +27,8 @@ TEST(ParseOptionsTest, DefaultsRunEverything) {
   EXPECT_EQ(o.iterations, 10000u);
   EXPECT_EQ(o.warmup, 1000u);
   EXPECT_EQ(o.max_size, 2u << 20);
-  EXPECT_EQ(o.tests.size(), 5u);
+  EXPECT_EQ(o.tests.size(), 6u);
+  EXPECT_EQ(o.tests.back(), gex_bench::Test::kFloodShortOneWay);
   EXPECT_EQ(o.categories.size(), 3u);
   EXPECT_EQ(o.csv_path, "");
   EXPECT_EQ(o.pin, Pin::kAuto);
@@ -63,6 +64,12 @@ TEST(ParseOptionsTest, ListsKeepTheGivenOrderWithoutRepeats) {
   EXPECT_THAT(o.tests, ElementsAre(gex_bench::Test::kTwoWay,
                                    gex_bench::Test::kPingPongReqRep));
   EXPECT_THAT(o.categories, ElementsAre(Category::kLong, Category::kShort));
+
+  ASSERT_EQ(Parse({"-t", "flood-short-oneway,flood-oneway"}, &o), "");
+  EXPECT_THAT(o.tests, ElementsAre(gex_bench::Test::kFloodShortOneWay,
+                                   gex_bench::Test::kFloodOneWay));
+  EXPECT_EQ(TestName(gex_bench::Test::kFloodShortOneWay), "flood-short-oneway");
+  EXPECT_FALSE(IsPingPong(gex_bench::Test::kFloodShortOneWay));
 }
 
 TEST(ParseOptionsTest, BadInputNamesTheProblemAndLeavesOptionsAlone) {
