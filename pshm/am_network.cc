@@ -333,12 +333,15 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::Deliver(
 // from the sender every time, a cross-CPU round trip per message that the
 // receiver's next locked instruction (in the next handler, or the
 // client's own code) waited for. The faster the sender, the more it waited
-// and the more messages paid it: a flood of Shorts could cost more than
-// one of 8-byte Mediums, whose sender is slower. A quarter of the ring at
-// a time, and at the end of each pass over the queue: the sender still
-// hears of freed slots while most of the ring is left to run here, so it
-// refills them before this rank runs out (half a ring at a time left
-// Shorts 1-5% behind Mediums again: the sender, waiting, noticed too late).
+// and the more messages paid it (a flood of Shorts, whose sender is the
+// faster, took back 2.6 slots per look against 5.8 for 8-byte Mediums in
+// a run where it cost 1.5x as much). A quarter of the ring at a time, and
+// at the end of each pass over the queue: the sender still hears of freed
+// slots while most of the ring is left to run here. One-way floods cost
+// 3-16% less than with a store per request (same-run measurements); half a
+// ring at a time gained less and left Shorts 1-5% behind Mediums, where a
+// quarter kept them level or ahead with the CPUs at middle distance (with
+// them close, Shorts are still about 3% behind: tests/benchmarks/README.md).
 void AmNetwork::PublishFinished(Consumer& k) {
   k.finished->store(EncodeFinished(k.head), std::memory_order_release);
   k.published = k.head;
