@@ -143,7 +143,9 @@ double gasnett_tick_granularityus(void) {
   return gexrt::TickGranularityNs() / 1000.0;
 }
 
-double gasnett_tick_overheadus(void) { return gexrt::TickOverheadNs() / 1000.0; }
+double gasnett_tick_overheadus(void) {
+  return gexrt::TickOverheadNs() / 1000.0;
+}
 
 void gasnett_nsleep(uint64_t ns) {
   timespec remaining;
@@ -234,7 +236,7 @@ void gasnett_set_affinity(int rank) {
   // pid 0: the calling thread only.
   if (sched_setaffinity(0, bytes, set) != 0) {
     gexrt::WarningF("gasnett_set_affinity(%d): cannot bind to CPU %d: %s", rank,
-                  cpu, std::strerror(errno));
+                    cpu, std::strerror(errno));
   }
   CPU_FREE(set);
 }
@@ -290,7 +292,7 @@ int64_t gasnett_parse_int(const char* str, uint64_t mem_size_multiplier) {
       gexrt::tools::ParseIntOrSize(str, mem_size_multiplier);
   if (!value.ok()) {
     gexrt::FatalErrorF("gasnett_parse_int: invalid value \"%s\": %s", str,
-                     gexrt::ToStd(value.status().message()));
+                       gexrt::ToStd(value.status().message()));
   }
   return *value;
 }
@@ -300,13 +302,14 @@ int gasnett_verboseenv(void) { return gexrt::env::VerboseEnv() ? 1 : 0; }
 void gasnett_setenv(const char* key, const char* value) {
   if (setenv(key, value, /*overwrite=*/1) != 0) {
     gexrt::FatalErrorF("gasnett_setenv(\"%s\", \"%s\"): %s", key, value,
-                     std::strerror(errno));
+                       std::strerror(errno));
   }
 }
 
 void gasnett_unsetenv(const char* key) {
   if (unsetenv(key) != 0) {
-    gexrt::FatalErrorF("gasnett_unsetenv(\"%s\"): %s", key, std::strerror(errno));
+    gexrt::FatalErrorF("gasnett_unsetenv(\"%s\"): %s", key,
+                       std::strerror(errno));
   }
 }
 
