@@ -3,38 +3,31 @@
 #include <cstring>
 
 #include "base/fatal.h"
-#include "base/spin_wait.h"
-#include "core/progress.h"
 
 namespace gexrt::core {
 
-SendStatus ConduitRequest(Runtime& rt, Rank rank, const Outbound& m,
-                          bool immediate) {
+namespace {
+
+// A rank outside the supernode must be in the job and served by a conduit
+// that has peers (never on smp).
+void CheckConduitPeer(const Runtime& rt, Rank rank) {
   if (ABSL_PREDICT_FALSE(rank >= rt.size || !rt.conduit_has_peers)) {
     FatalErrorF("core: rank %u cannot be reached from rank %u (job of %u)",
                 rank, rt.rank, rt.size);
   }
+}
+
+}  // namespace
+
+SendStatus ConduitRequest(Runtime& rt, Rank rank, const Outbound& m,
+                          bool immediate) {
+  CheckConduitPeer(rt, rank);
   return rt.conduit->Request(rank, m, immediate);
 }
 
 SendStatus ConduitReply(Runtime& rt, am::Token& token, const Outbound& m,
                         bool immediate) {
   return rt.conduit->Reply(token.reply, m, immediate);
-}
-
-SendStatus SharedRequestPollingAll(Runtime& rt, uint32_t index,
-                                   am::Category category, uint8_t handler,
-                                   const uint32_t* args, uint8_t nargs,
-                                   const void* payload, size_t len,
-                                   void* long_local, uint64_t long_dest) {
-  PoliteSpinWait spin(rt.polite);
-  for (;;) {
-    const SendStatus s =
-        rt.net->SendRequest(index, category, handler, args, nargs, payload, len,
-                            long_local, long_dest, /*immediate=*/true);
-    if (s == SendStatus::kOk) return s;
-    if (PollNetworks(rt) == 0) spin.Pause();
-  }
 }
 
 SendStatus ReserveRequest(Runtime& rt, Rank rank, am::Category category,
@@ -44,23 +37,10 @@ SendStatus ReserveRequest(Runtime& rt, Rank rank, am::Category category,
   const int32_t index = rt.supernode->LocalIndex(rank);
   if (index >= 0) {
     m->route = am::Route::kShared;
-    if (!rt.conduit_has_peers || immediate) {
-      return rt.net->ReserveRequest(static_cast<uint32_t>(index), category,
-                                    nargs, max_payload, immediate, &m->shared);
-    }
-    // As SharedRequestPollingAll: wait polling the conduit too.
-    PoliteSpinWait spin(rt.polite);
-    while (rt.net->ReserveRequest(static_cast<uint32_t>(index), category, nargs,
-                                  max_payload, /*immediate=*/true,
-                                  &m->shared) != SendStatus::kOk) {
-      if (PollNetworks(rt) == 0) spin.Pause();
-    }
-    return SendStatus::kOk;
+    return rt.net->ReserveRequest(static_cast<uint32_t>(index), category, nargs,
+                                  max_payload, immediate, &m->shared);
   }
-  if (rank >= rt.size || !rt.conduit_has_peers) {
-    FatalErrorF("core: rank %u cannot be reached from rank %u (job of %u)",
-                rank, rt.rank, rt.size);
-  }
+  CheckConduitPeer(rt, rank);
   m->route = am::Route::kConduit;
   m->conduit = Reservation{};
   m->conduit.is_request = true;

@@ -34,14 +34,6 @@ SendStatus ConduitRequest(Runtime& rt, Rank rank, const Outbound& m,
                           bool immediate);
 SendStatus ConduitReply(Runtime& rt, am::Token& token, const Outbound& m,
                         bool immediate);
-// A Request to supernode peer `index` that may wait, when the conduit has
-// peers too: PSHM's own wait polls only PSHM, so this one retries
-// IMMEDIATE sends while polling both (see InitArgs::others for why).
-SendStatus SharedRequestPollingAll(Runtime& rt, uint32_t index,
-                                   am::Category category, uint8_t handler,
-                                   const uint32_t* args, uint8_t nargs,
-                                   const void* payload, size_t len,
-                                   void* long_local, uint64_t long_dest);
 
 // Sends a Request to `rank`. A Medium's payload, or a Long's source, is
 // [payload, +len); a Long's destination is `long_dest` in `rank`'s
@@ -56,11 +48,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus Request(
   if (ABSL_PREDICT_TRUE(index >= 0)) {
     if (category == am::Category::kLong && long_local == nullptr && len != 0) {
       long_local = rt.segments.Translate(rank, long_dest, len);
-    }
-    if (ABSL_PREDICT_FALSE(rt.conduit_has_peers && !immediate)) {
-      return SharedRequestPollingAll(rt, static_cast<uint32_t>(index), category,
-                                     handler, args, nargs, payload, len,
-                                     long_local, long_dest);
     }
     return rt.net->SendRequest(static_cast<uint32_t>(index), category, handler,
                                args, nargs, payload, len, long_local, long_dest,

@@ -13,10 +13,19 @@
 namespace gexrt::core {
 namespace {
 
+// A send that waits for room polls every transport, not only its own: a
+// rank waiting on the conduit may be the one a supernode peer waits for
+// through PSHM, and the other way round.
+
 // InitArgs::others: the PSHM network, for the conduit's waits.
 int PollShared(void* context, bool replies_only) {
   pshm::AmNetwork& net = *static_cast<Runtime*>(context)->net;
   return replies_only ? net.PollReplies() : net.Poll();
+}
+
+// pshm's OtherPoll: the conduit, for PSHM's request waits.
+int PollConduit(void* context) {
+  return static_cast<Runtime*>(context)->conduit->Poll();
 }
 
 }  // namespace
@@ -36,10 +45,13 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
     FatalErrorF("%s: %s", call, s.message());
   }
   rt.polite = rt.map->MyHostIsOversubscribed();
+  rt.conduit_has_peers = rt.map->my_supernode_members().size() < rt.size;
 
   pshm::Supernode::Options sn;
   sn.dispatcher = &DispatchShared;
   sn.context = &rt;
+  // Only when the conduit has peers: smp's waits poll PSHM alone.
+  if (rt.conduit_has_peers) sn.other_poll = &PollConduit;
   sn.thread_safe = rt.thread_safe;
   auto supernode = pshm::Supernode::Create(*rt.bootstrap, *rt.map, sn);
   if (!supernode.ok())
@@ -48,7 +60,6 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   rt.net = &rt.supernode->network();
 
   rt.capabilities = rt.conduit->capabilities();
-  rt.conduit_has_peers = rt.supernode->members().size() < rt.size;
   InitArgs args;
   args.bootstrap = rt.bootstrap.get();
   args.map = &*rt.map;
@@ -60,8 +71,8 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
     FatalErrorF("%s: the %s conduit: %s", call, rt.conduit->name(),
                 s.message());
   }
-  rt.max_medium = pshm::kMaxMedium;
-  rt.max_long = pshm::kMaxMedium;
+  rt.max_medium = kSharedMaxPayload;
+  rt.max_long = kSharedMaxPayload;
   if (rt.conduit_has_peers) {
     rt.max_medium = std::min(rt.max_medium, rt.conduit->MaxMedium());
     rt.max_long = std::min(rt.max_long, rt.conduit->MaxLong());

@@ -105,6 +105,7 @@ AmNetwork::AmNetwork(Options options)
       peers_(static_cast<uint32_t>(options.regions.size())),
       dispatcher_(options.dispatcher),
       context_(options.context),
+      other_poll_(options.other_poll),
       thread_safe_(options.thread_safe),
       wait_(options.polite) {
   if (peers_ == 0 || options.ranks.size() != peers_ || my_index_ >= peers_ ||
@@ -260,7 +261,13 @@ void AmNetwork::Cancel(Reservation& r) {
 
 void AmNetwork::WaitProgress(Channel channel) {
   waits_.fetch_add(1, std::memory_order_relaxed);
-  const int delivered = channel == Channel::kRequest ? Poll() : PollReplies();
+  int delivered;
+  if (channel == Channel::kRequest) {
+    delivered = Poll();
+    if (other_poll_ != nullptr) delivered += other_poll_(context_);
+  } else {
+    delivered = PollReplies();
+  }
   if (delivered == 0) wait_.Pause();
 }
 

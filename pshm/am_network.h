@@ -92,6 +92,12 @@ struct Message {
 
 using Dispatcher = void (*)(void* context, const Message& message);
 
+// The rest of the rank's progress (its conduit), polled by a send that
+// waits for room in a request queue or the request pool: the rank this one
+// waits for may itself be waiting on this rank through the other
+// transport. Returns the messages it delivered.
+using OtherPoll = int (*)(void* context);
+
 using am::SendStatus;
 
 // A claimed slot (and pool chunk) between Reserve and Commit or Cancel.
@@ -122,6 +128,9 @@ class AmNetwork {
     bool thread_safe = false;
     // Yield the CPU while waiting (more ranks than cores on this host).
     bool polite = false;
+    // Polled with `context` besides this network by a request's wait
+    // (never by a reply's, whose wait must run reply handlers only).
+    OtherPoll other_poll = nullptr;
   };
 
   // Bytes of the region a rank of a supernode of `peers` ranks needs.
@@ -301,6 +310,7 @@ class AmNetwork {
   uint32_t peers_;
   Dispatcher dispatcher_;
   void* context_;
+  OtherPoll other_poll_;
   bool thread_safe_;
   PoliteSpinWait wait_;                    // Between polls that found nothing.
   std::unique_ptr<Producer[]> producers_;  // By destination.

@@ -118,6 +118,7 @@ absl::StatusOr<std::unique_ptr<Supernode>> Supernode::Create(
   }
   net.dispatcher = options.dispatcher;
   net.context = options.context;
+  net.other_poll = options.other_poll;
   net.thread_safe = options.thread_safe;
   net.polite = map.MyHostIsOversubscribed();
   sn->network_ = std::make_unique<AmNetwork>(std::move(net));

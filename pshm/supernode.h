@@ -70,6 +70,8 @@ class Supernode {
   struct Options {
     Dispatcher dispatcher = nullptr;
     void* context = nullptr;
+    // AmNetwork::Options::other_poll (called with `context`).
+    OtherPoll other_poll = nullptr;
     bool thread_safe = false;
     // Network size; unset: QueueConfigFromEnv() (the error, if any, is
     // returned by Create).
