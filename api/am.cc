@@ -229,7 +229,6 @@ struct SrcDesc {
   gex_Event_t* lc_opt = nullptr;
   core::PreparedMessage message;
   std::unique_ptr<unsigned char[]> bounce;  // Long GASNet buffer, lazily.
-  size_t bounce_size = 0;
 };
 
 thread_local SrcDesc tl_request_sd;
@@ -315,10 +314,8 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
     // A Long's GASNet buffer is a bounce buffer of this thread's, copied to
     // the destination at Commit: what the client writes beyond nbytes, or
     // into a cancelled message, must not reach the target.
-    if (sd.bounce_size < max) {
-      sd.bounce.reset(new unsigned char[max]);
-      sd.bounce_size = max;
-    }
+    // max_long is fixed once the client is up.
+    if (sd.bounce == nullptr) sd.bounce.reset(new unsigned char[max]);
     sd.addr = sd.bounce.get();
   }
   return reinterpret_cast<gex_AM_SrcDesc_t>(&sd);
