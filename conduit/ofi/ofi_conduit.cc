@@ -1,0 +1,1181 @@
+#include "conduit/ofi/ofi_conduit.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "am/vocabulary.h"
+#include "base/env/settings.h"
+#include "base/fatal.h"
+#include "base/spin_wait.h"
+
+namespace gexrt::ofi {
+
+using core::Category;
+using core::SendStatus;
+
+// ---------------------------------------------------------------------------
+// The wire format of an Active Message.
+
+namespace {
+
+// flags: the category in the low two bits, then:
+constexpr uint8_t kFlagRequest = 0x04;
+constexpr uint8_t kFlagCreditsOnly = 0x08;  // hidden: credits, no handler
+constexpr uint8_t kFlagLongByRma = 0x10;    // the payload was written first
+
+struct WireHeader {
+  uint8_t flags;
+  uint8_t handler;
+  uint8_t nargs;
+  uint8_t unused0;
+  uint16_t credits;
+  uint16_t unused1;
+  uint32_t len;  // payload bytes (a Long's, wherever they travel)
+};
+static_assert(sizeof(WireHeader) == 12, "the header is packed by hand");
+
+// Where the arguments end: header, source rank (unless CQ data carries
+// it), a Long's destination, the arguments.
+constexpr size_t ArgsEnd(bool cq_data, bool is_long, unsigned nargs) {
+  return sizeof(WireHeader) + (cq_data ? 0 : 4) + (is_long ? 8 : 0) +
+         4 * size_t{nargs};
+}
+// The payload starts 8-byte aligned (relative to the message).
+constexpr size_t PayloadOffset(size_t args_end) {
+  return (args_end + 7) & ~size_t{7};
+}
+// The largest header, arguments and padding of any message.
+constexpr size_t kMaxOverhead =
+    PayloadOffset(ArgsEnd(false, true, am::kMaxArgs));
+
+// Messages of at most this many bytes are built on the stack and injected.
+constexpr size_t kMaxInject = 4096;
+
+// How many completions one read takes, and one poll at most.
+constexpr int kCqBatch = 16;
+constexpr int kPollBudget = 64;
+
+// RMA chunks never exceed this (whatever the provider's maximum).
+constexpr size_t kMaxRmaChunk = size_t{1} << 30;
+
+std::string FiError(ssize_t rc) {
+  return absl::StrFormat("%s (%d)", fi_strerror(static_cast<int>(-rc)),
+                         static_cast<int>(rc));
+}
+
+// A Medium payload whose receive position is not 8-byte aligned (the
+// provider chose where in a multi-receive buffer it landed) is copied
+// here first: clients may rely on GASNet's payload alignment.
+thread_local std::unique_ptr<unsigned char[]> tl_aligned;
+thread_local size_t tl_aligned_size = 0;
+
+unsigned char* AlignedCopy(const unsigned char* from, size_t len,
+                           size_t capacity) {
+  if (tl_aligned_size < capacity) {
+    tl_aligned.reset(new unsigned char[capacity]);
+    tl_aligned_size = capacity;
+  }
+  std::memcpy(tl_aligned.get(), from, len);
+  return tl_aligned.get();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Completion contexts and pools.
+
+struct OfiConduit::TxContext {
+  // libfabric's per-operation space (unused unless a provider asks; the
+  // conduit accepts none of the context modes, but it costs nothing).
+  fi_context2 fi;
+  enum Kind : uint8_t { kSend, kRma } kind;
+};
+
+struct OfiConduit::SendBuffer : TxContext {
+  int pool = 0;  // which pool it returns to: an Endpoint, or 2 (bounce)
+  std::unique_ptr<unsigned char[]> data;
+};
+
+struct OfiConduit::RmaOp : TxContext {
+  RmaOp* head = nullptr;  // the operation's first chunk: holds the rest
+  std::atomic<uint64_t> remaining{0};
+  rma::Counter* rc = nullptr;
+  rma::Counter* lc = nullptr;
+  SendBuffer* bbuf = nullptr;
+};
+
+struct OfiConduit::RxBuffer {
+  fi_context2 fi;
+  int ep = 0;
+  size_t size = 0;
+  std::unique_ptr<unsigned char[]> data;
+  // Deliveries in progress from this buffer, plus kReleased once
+  // libfabric has let it go: reposted when only kReleased remains.
+  std::atomic<uint32_t> refs{0};
+  static constexpr uint32_t kReleased = 1u << 30;
+};
+
+// A Request's reply handle (Inbound::reply): on the stack of its delivery.
+struct OfiConduit::ReplyHandle {
+  Rank source = 0;
+  bool replied = false;
+};
+
+template <typename T>
+class OfiConduit::Pool {
+ public:
+  template <typename Make>
+  Pool(size_t initial, size_t max, bool thread_safe, Make make)
+      : max_(max), thread_safe_(thread_safe), make_(make) {
+    for (size_t i = 0; i < initial; ++i) Grow();
+  }
+  // An object, or null when all `max` are in use.
+  T* Get() {
+    Lock lock(*this);
+    if (free_.empty() && all_.size() < max_) Grow();
+    if (free_.empty()) return nullptr;
+    T* t = free_.back();
+    free_.pop_back();
+    return t;
+  }
+  void Put(T* t) {
+    Lock lock(*this);
+    free_.push_back(t);
+  }
+
+ private:
+  struct Lock {
+    explicit Lock(Pool& p) : pool(p) {
+      if (pool.thread_safe_) pool.mutex_.lock();
+    }
+    ~Lock() {
+      if (pool.thread_safe_) pool.mutex_.unlock();
+    }
+    Pool& pool;
+  };
+  void Grow() {
+    all_.push_back(make_());
+    free_.push_back(all_.back().get());
+    // free_ never reallocates on the hot path once it holds max_ slots.
+    if (free_.capacity() < max_) free_.reserve(std::min<size_t>(max_, 4096));
+  }
+  size_t max_;
+  bool thread_safe_;
+  std::function<std::unique_ptr<T>()> make_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<T>> all_;
+  std::vector<T*> free_;
+};
+
+// ---------------------------------------------------------------------------
+// Start-up and shut-down.
+
+OfiConduit::OfiConduit() = default;
+
+OfiConduit::~OfiConduit() { Fini(); }
+
+core::Capabilities OfiConduit::capabilities() const {
+  core::Capabilities c;
+  c.rdma_put = true;
+  c.rdma_get = true;
+  return c;
+}
+
+size_t OfiConduit::MaxLong() const {
+  // A Long larger than a Medium is written by RMA: as large as one RMA.
+  return std::max(settings_.max_medium, max_rma_);
+}
+
+absl::Status OfiConduit::Init(const core::InitArgs& args) {
+  if (args.bootstrap == nullptr || args.map == nullptr ||
+      args.sink.deliver == nullptr) {
+    return absl::InvalidArgumentError("ofi conduit: no bootstrap or sink");
+  }
+  bootstrap_ = args.bootstrap;
+  sink_ = args.sink;
+  others_ = args.others;
+  polite_ = args.polite;
+  thread_safe_ = args.thread_safe;
+  rank_ = bootstrap_->rank();
+  size_ = bootstrap_->size();
+
+  absl::StatusOr<Settings> settings = ReadSettings();
+  if (!settings.ok()) return settings.status();
+  settings_ = *std::move(settings);
+  PrepareLibfabricEnvironment(settings_, size_);
+
+  Requirements req;
+  req.thread_safe = thread_safe_;
+  req.multi_recv = settings_.multi_recv;
+  if (settings_.list_devices &&
+      settings_.list_devices_nodes.Contains(static_cast<int64_t>(rank_))) {
+    absl::StatusOr<Candidates> c = FindCandidates(req);
+    if (c.ok()) {
+      std::vector<std::string> seen;
+      for (const fi_info* i : c->usable) {
+        const std::string line = absl::StrFormat(
+            "ofi: rank %u: usable provider/device: %s / %s", rank_,
+            i->fabric_attr->prov_name, i->domain_attr->name);
+        if (std::find(seen.begin(), seen.end(), line) != seen.end()) continue;
+        seen.push_back(line);
+        std::printf("%s\n", line.c_str());
+      }
+      if (seen.empty()) {
+        std::printf("ofi: rank %u: no usable provider/device\n", rank_);
+      }
+      std::fflush(stdout);
+    }
+  }
+  absl::StatusOr<InfoPtr> info = SelectProvider(settings_, req);
+  if (!info.ok()) return info.status();
+  info_ = *std::move(info);
+
+  const fi_domain_attr& dom = *info_->domain_attr;
+  cq_data_ = settings_.use_cq_data && dom.cq_data_size >= sizeof(uint32_t);
+  virt_addr_ = (dom.mr_mode & FI_MR_VIRT_ADDR) != 0;
+  prov_key_ = (dom.mr_mode & FI_MR_PROV_KEY) != 0;
+  mr_endpoint_ = (dom.mr_mode & FI_MR_ENDPOINT) != 0;
+  const size_t provider_inject = info_->tx_attr->inject_size;
+  am_inject_ =
+      std::min({settings_.am_inject_limit, provider_inject, kMaxInject});
+  rma_inject_ = std::min(settings_.rma_inject_limit, provider_inject);
+  max_rma_ = std::min<size_t>(info_->ep_attr->max_msg_size, kMaxRmaChunk);
+  max_message_ = kMaxOverhead + settings_.max_medium;
+  if (max_message_ > info_->ep_attr->max_msg_size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GASNET_OFI_MAX_MEDIUM=%u: messages of %u bytes exceed the "
+        "provider's largest message (%u bytes)",
+        settings_.max_medium, max_message_, info_->ep_attr->max_msg_size));
+  }
+  if (settings_.multi_recv && settings_.receive_buff_size < 2 * max_message_) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GASNET_OFI_RECEIVE_BUFF_SIZE=%u must hold at least two of the "
+        "largest messages (2 x %u bytes with GASNET_OFI_MAX_MEDIUM=%u)",
+        settings_.receive_buff_size, max_message_, settings_.max_medium));
+  }
+
+  if (int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) {
+    return absl::InternalError(
+        absl::StrFormat("fi_fabric (%s): %s", Describe(*info_), FiError(rc)));
+  }
+  if (int rc = fi_domain(fabric_, info_.get(), &domain_, nullptr); rc != 0) {
+    return absl::InternalError(
+        absl::StrFormat("fi_domain (%s): %s", Describe(*info_), FiError(rc)));
+  }
+  fi_av_attr av{};
+  av.type = dom.av_type == FI_AV_UNSPEC ? FI_AV_TABLE : dom.av_type;
+  av.count = 2 * static_cast<size_t>(size_);
+  if (int rc = fi_av_open(domain_, &av, &av_, nullptr); rc != 0) {
+    return absl::InternalError(absl::StrFormat("fi_av_open: %s", FiError(rc)));
+  }
+  for (int e = 0; e < kEndpoints; ++e) {
+    if (absl::Status s = OpenEndpoint(e); !s.ok()) return s;
+  }
+
+  // Receive buffers go up before any peer can know our address.
+  const size_t rx_size =
+      settings_.multi_recv ? settings_.receive_buff_size : max_message_;
+  for (int e = 0; e < kEndpoints; ++e) {
+    for (size_t i = 0; i < settings_.num_receive_buffs; ++i) {
+      auto b = std::make_unique<RxBuffer>();
+      b->ep = e;
+      b->size = rx_size;
+      b->data.reset(new unsigned char[rx_size]);
+      if (absl::Status s = PostReceive(b.get()); !s.ok()) return s;
+      rx_buffers_.push_back(std::move(b));
+    }
+  }
+
+  // Address exchange: both endpoints of every rank.
+  struct WireNames {
+    uint32_t len[kEndpoints];
+    char name[kEndpoints][256];
+  };
+  WireNames mine{};
+  for (int e = 0; e < kEndpoints; ++e) {
+    size_t len = sizeof mine.name[e];
+    if (int rc = fi_getname(&ep_[e]->fid, mine.name[e], &len); rc != 0) {
+      return absl::InternalError(absl::StrFormat(
+          "fi_getname: %s (an address of %u bytes?)", FiError(rc), len));
+    }
+    mine.len[e] = static_cast<uint32_t>(len);
+  }
+  std::vector<WireNames> all(size_);
+  bootstrap_->Allgather(&mine, sizeof mine, all.data());
+  addresses_.assign(2 * static_cast<size_t>(size_), FI_ADDR_NOTAVAIL);
+  for (Rank r = 0; r < size_; ++r) {
+    for (int e = 0; e < kEndpoints; ++e) {
+      fi_addr_t a = FI_ADDR_NOTAVAIL;
+      const int n = fi_av_insert(av_, all[r].name[e], 1, &a, 0, nullptr);
+      if (n != 1) {
+        return absl::InternalError(
+            absl::StrFormat("fi_av_insert of rank %u's address: %s", r,
+                            n < 0 ? FiError(n) : std::string("not inserted")));
+      }
+      addresses_[2 * static_cast<size_t>(r) + e] = a;
+    }
+  }
+
+  // Pools.
+  const size_t message = max_message_;
+  auto make_send = [message](int pool) {
+    return [message, pool] {
+      auto b = std::make_unique<SendBuffer>();
+      b->kind = TxContext::kSend;
+      b->pool = pool;
+      b->data.reset(new unsigned char[message]);
+      return b;
+    };
+  };
+  send_pool_[kRequestEp] = std::make_unique<Pool<SendBuffer>>(
+      settings_.initial_request_buffs, settings_.max_request_buffs,
+      thread_safe_, make_send(kRequestEp));
+  send_pool_[kReplyEp] = std::make_unique<Pool<SendBuffer>>(
+      settings_.initial_reply_buffs, settings_.max_reply_buffs, thread_safe_,
+      make_send(kReplyEp));
+  const size_t bbuf = settings_.bbuf_size;
+  bbuf_pool_ = std::make_unique<Pool<SendBuffer>>(
+      settings_.num_bbufs, settings_.num_bbufs, thread_safe_, [bbuf] {
+        auto b = std::make_unique<SendBuffer>();
+        b->kind = TxContext::kSend;
+        b->pool = kEndpoints;
+        b->data.reset(new unsigned char[bbuf]);
+        return b;
+      });
+  rma_pool_ =
+      std::make_unique<Pool<RmaOp>>(256, size_t{1} << 22, thread_safe_, [] {
+        auto op = std::make_unique<RmaOp>();
+        op->kind = TxContext::kRma;
+        return op;
+      });
+
+  const uint32_t peers =
+      static_cast<uint32_t>(size_ - args.map->my_supernode_members().size());
+  absl::StatusOr<am::CreditConfig> credit = am::CreditConfigFromEnv(peers);
+  if (!credit.ok()) return credit.status();
+  if (credit->per_peer > 0xffff) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GASNET_AM_CREDITS_PP=%u: at most 65535 (the header's credit field)",
+        credit->per_peer));
+  }
+  credits_ = std::make_unique<am::Credits>(size_, *credit);
+
+  send_am_ = cq_data_ ? &OfiConduit::SendAm<true> : &OfiConduit::SendAm<false>;
+  drain_rx_ =
+      cq_data_ ? &OfiConduit::DrainRx<true> : &OfiConduit::DrainRx<false>;
+  return absl::OkStatus();
+}
+
+absl::Status OfiConduit::OpenEndpoint(int e) {
+  fi_cq_attr tx{};
+  tx.format = FI_CQ_FORMAT_CONTEXT;
+  tx.wait_obj = FI_WAIT_NONE;
+  tx.size = settings_.tx_cq_size;
+  fi_cq_attr rx{};
+  rx.format = FI_CQ_FORMAT_DATA;
+  rx.wait_obj = FI_WAIT_NONE;
+  rx.size = settings_.rx_cq_size;
+  if (int rc = fi_cq_open(domain_, &tx, &tx_cq_[e], nullptr); rc != 0) {
+    return absl::InternalError(
+        absl::StrFormat("fi_cq_open (transmit; GASNET_OFI_TX_CQ_SIZE=%u): %s",
+                        settings_.tx_cq_size, FiError(rc)));
+  }
+  if (int rc = fi_cq_open(domain_, &rx, &rx_cq_[e], nullptr); rc != 0) {
+    return absl::InternalError(
+        absl::StrFormat("fi_cq_open (receive; GASNET_OFI_RX_CQ_SIZE=%u): %s",
+                        settings_.rx_cq_size, FiError(rc)));
+  }
+  if (int rc = fi_endpoint(domain_, info_.get(), &ep_[e], nullptr); rc != 0) {
+    return absl::InternalError(absl::StrFormat("fi_endpoint: %s", FiError(rc)));
+  }
+  int rc = fi_ep_bind(ep_[e], &av_->fid, 0);
+  if (rc == 0) rc = fi_ep_bind(ep_[e], &tx_cq_[e]->fid, FI_TRANSMIT);
+  if (rc == 0) rc = fi_ep_bind(ep_[e], &rx_cq_[e]->fid, FI_RECV);
+  if (rc != 0) {
+    return absl::InternalError(absl::StrFormat("fi_ep_bind: %s", FiError(rc)));
+  }
+  if (int r = fi_enable(ep_[e]); r != 0) {
+    return absl::InternalError(absl::StrFormat("fi_enable: %s", FiError(r)));
+  }
+  // After fi_enable: shm (libfabric 1.17) creates the receive context the
+  // option lives in only then, and crashes when it is set before.
+  if (settings_.multi_recv) {
+    // A message never straddles two buffers: the provider releases a
+    // buffer once less than the largest message fits.
+    size_t min = max_message_;
+    if (int r = fi_setopt(&ep_[e]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+                          &min, sizeof min);
+        r != 0) {
+      return absl::InternalError(
+          absl::StrFormat("fi_setopt(FI_OPT_MIN_MULTI_RECV): %s", FiError(r)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OfiConduit::PostReceive(RxBuffer* b) {
+  iovec iov{b->data.get(), b->size};
+  fi_msg msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = FI_ADDR_UNSPEC;
+  msg.context = &b->fi;
+  const uint64_t flags = settings_.multi_recv ? FI_MULTI_RECV : 0;
+  PoliteSpinWait spin(polite_);
+  for (;;) {
+    const ssize_t rc = fi_recvmsg(ep_[b->ep], &msg, flags);
+    if (rc == 0) return absl::OkStatus();
+    if (rc != -FI_EAGAIN) {
+      return absl::InternalError(
+          absl::StrFormat("fi_recvmsg: %s", FiError(rc)));
+    }
+    // Some providers (udp;ofi_rxd) ask to be progressed first.
+    DrainTx(static_cast<Endpoint>(b->ep), kCqBatch);
+    spin.Pause();
+  }
+}
+
+void OfiConduit::RepostOrFatal(RxBuffer* b) {
+  b->refs.store(0, std::memory_order_relaxed);
+  if (absl::Status s = PostReceive(b); !s.ok()) {
+    FatalErrorF("ofi conduit: rank %u: reposting a receive buffer: %s", rank_,
+                s.message());
+  }
+}
+
+void OfiConduit::Fini() {
+  for (int e = 0; e < kEndpoints; ++e) {
+    if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
+    ep_[e] = nullptr;
+  }
+  if (segment_mr_ != nullptr) fi_close(&segment_mr_->fid);
+  segment_mr_ = nullptr;
+  for (int e = 0; e < kEndpoints; ++e) {
+    if (tx_cq_[e] != nullptr) fi_close(&tx_cq_[e]->fid);
+    if (rx_cq_[e] != nullptr) fi_close(&rx_cq_[e]->fid);
+    tx_cq_[e] = rx_cq_[e] = nullptr;
+  }
+  if (av_ != nullptr) fi_close(&av_->fid);
+  av_ = nullptr;
+  if (domain_ != nullptr) fi_close(&domain_->fid);
+  domain_ = nullptr;
+  if (fabric_ != nullptr) fi_close(&fabric_->fid);
+  fabric_ = nullptr;
+}
+
+OfiStats OfiConduit::stats() const {
+  const auto get = [](const std::atomic<uint64_t>& a) {
+    return a.load(std::memory_order_relaxed);
+  };
+  OfiStats s;
+  s.requests_sent = get(counters_.requests_sent);
+  s.replies_sent = get(counters_.replies_sent);
+  s.credit_messages_sent = get(counters_.credit_messages_sent);
+  s.injected = get(counters_.injected);
+  s.credit_waits = get(counters_.credit_waits);
+  s.nb_put_inject = get(counters_.nb_put_inject);
+  s.nb_put_bounce = get(counters_.nb_put_bounce);
+  s.nb_put_block = get(counters_.nb_put_block);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Progress.
+
+int OfiConduit::Poll() {
+  DrainTx(kReplyEp, kPollBudget);
+  DrainTx(kRequestEp, kPollBudget);
+  return (this->*drain_rx_)(kReplyEp, kPollBudget) +
+         (this->*drain_rx_)(kRequestEp, kPollBudget);
+}
+
+int OfiConduit::Progress(bool replies_only) {
+  int n = DrainTx(kReplyEp, kPollBudget) + DrainTx(kRequestEp, kPollBudget);
+  n += (this->*drain_rx_)(kReplyEp, kPollBudget);
+  if (!replies_only) n += (this->*drain_rx_)(kRequestEp, kPollBudget);
+  return n + others_.Poll(replies_only);
+}
+
+int OfiConduit::DrainTx(Endpoint ep, int budget) {
+  if (tx_cq_[ep] == nullptr) return 0;
+  int done = 0;
+  while (done < budget) {
+    fi_cq_entry e[kCqBatch];
+    const ssize_t n = fi_cq_read(tx_cq_[ep], e, kCqBatch);
+    if (n == -FI_EAGAIN) break;
+    if (n < 0) {
+      fi_cq_err_entry err{};
+      if (n == -FI_EAVAIL && fi_cq_readerr(tx_cq_[ep], &err, 0) > 0) {
+        FatalErrorF("ofi conduit: rank %u: a send or RMA failed: %s (%s)",
+                    rank_, fi_strerror(err.err),
+                    fi_cq_strerror(tx_cq_[ep], err.prov_errno, err.err_data,
+                                   nullptr, 0));
+      }
+      FatalErrorF("ofi conduit: rank %u: fi_cq_read (transmit): %s", rank_,
+                  FiError(n));
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      Complete(static_cast<TxContext*>(e[i].op_context));
+    }
+    done += static_cast<int>(n);
+    if (n < kCqBatch) break;
+  }
+  return done;
+}
+
+void OfiConduit::Complete(TxContext* ctx) {
+  if (ctx->kind == TxContext::kSend) {
+    auto* b = static_cast<SendBuffer*>(ctx);
+    (b->pool == kEndpoints ? *bbuf_pool_ : *send_pool_[b->pool]).Put(b);
+    return;
+  }
+  auto* op = static_cast<RmaOp*>(ctx);
+  RmaOp* head = op->head;
+  if (op->bbuf != nullptr) {
+    bbuf_pool_->Put(op->bbuf);
+    op->bbuf = nullptr;
+  }
+  const bool last =
+      head->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  if (last) {
+    if (head->lc != nullptr) head->lc->Complete();
+    head->rc->Complete();
+  }
+  if (op != head) rma_pool_->Put(op);
+  if (last) rma_pool_->Put(head);
+}
+
+template <bool kCqData>
+int OfiConduit::DrainRx(Endpoint ep, int budget) {
+  if (rx_cq_[ep] == nullptr) return 0;
+  int delivered = 0;
+  while (delivered < budget) {
+    fi_cq_data_entry e[kCqBatch];
+    ssize_t n;
+    {
+      // Under the lock, every buffer a completion points into is marked in
+      // use before any thread can see a later completion release it.
+      std::unique_lock<std::mutex> lock(rx_mutex_[ep], std::defer_lock);
+      if (thread_safe_) lock.lock();
+      n = fi_cq_read(rx_cq_[ep], e, kCqBatch);
+      for (ssize_t i = 0; i < n; ++i) {
+        static_cast<RxBuffer*>(e[i].op_context)
+            ->refs.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (n == -FI_EAGAIN) break;
+    if (n < 0) {
+      fi_cq_err_entry err{};
+      if (n == -FI_EAVAIL && fi_cq_readerr(rx_cq_[ep], &err, 0) > 0) {
+        FatalErrorF("ofi conduit: rank %u: a receive failed: %s (%s)", rank_,
+                    fi_strerror(err.err),
+                    fi_cq_strerror(rx_cq_[ep], err.prov_errno, err.err_data,
+                                   nullptr, 0));
+      }
+      FatalErrorF("ofi conduit: rank %u: fi_cq_read (receive): %s", rank_,
+                  FiError(n));
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* b = static_cast<RxBuffer*>(e[i].op_context);
+      if ((e[i].flags & FI_RECV) != 0 && e[i].len != 0) {
+        const auto* msg = settings_.multi_recv
+                              ? static_cast<const unsigned char*>(e[i].buf)
+                              : b->data.get();
+        Deliver<kCqData>(ep, msg, e[i].len, e[i].data);
+        ++delivered;
+      }
+      const bool released =
+          !settings_.multi_recv || (e[i].flags & FI_MULTI_RECV) != 0;
+      if (released) b->refs.fetch_add(RxBuffer::kReleased);
+      if (b->refs.fetch_sub(1, std::memory_order_acq_rel) - 1 ==
+          RxBuffer::kReleased) {
+        RepostOrFatal(b);
+      }
+    }
+    if (n < kCqBatch) break;
+  }
+  return delivered;
+}
+
+template <bool kCqData>
+void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
+                         uint64_t cq_data) {
+  WireHeader h;
+  if (len < sizeof h) {
+    FatalErrorF("ofi conduit: rank %u: a message of %zu bytes", rank_, len);
+  }
+  std::memcpy(&h, msg, sizeof h);
+  size_t off = sizeof h;
+  uint32_t source;
+  if constexpr (kCqData) {
+    source = static_cast<uint32_t>(cq_data);
+  } else {
+    std::memcpy(&source, msg + off, sizeof source);
+    off += sizeof source;
+  }
+  const auto category = static_cast<Category>(h.flags & 3);
+  const bool is_request = (h.flags & kFlagRequest) != 0;
+  const bool is_long = category == Category::kLong;
+  const size_t args_end = ArgsEnd(kCqData, is_long, h.nargs);
+  if (source >= size_ || h.nargs > am::kMaxArgs || args_end > len ||
+      is_request != (ep == kRequestEp) || (h.flags & 3) == 3) {
+    FatalErrorF(
+        "ofi conduit: rank %u: a malformed message (%zu bytes, source %u, "
+        "flags 0x%x, %u arguments)",
+        rank_, len, source, h.flags, h.nargs);
+  }
+  if (h.credits != 0) credits_->Grant(source, h.credits);
+  if ((h.flags & kFlagCreditsOnly) != 0) return;
+
+  uint64_t long_dest = 0;
+  if (is_long) {
+    std::memcpy(&long_dest, msg + off, sizeof long_dest);
+    off += sizeof long_dest;
+  }
+  // The arguments, aligned (the message may sit anywhere in its buffer).
+  uint32_t args[am::kMaxArgs];
+  std::memcpy(args, msg + off, 4 * size_t{h.nargs});
+
+  core::Inbound in;
+  in.source = source;
+  in.category = category;
+  in.is_request = is_request;
+  in.handler = h.handler;
+  in.nargs = h.nargs;
+  in.args = args;
+  in.len = h.len;
+  const size_t payload_at = PayloadOffset(args_end);
+  const bool inline_payload = category == Category::kMedium ||
+                              (is_long && (h.flags & kFlagLongByRma) == 0);
+  if (inline_payload && h.len != 0 && payload_at + h.len > len) {
+    FatalErrorF(
+        "ofi conduit: rank %u: a message of %zu bytes from rank %u claims "
+        "%u payload bytes",
+        rank_, len, source, h.len);
+  }
+  const unsigned char* payload = msg + payload_at;
+  if (category == Category::kMedium) {
+    in.payload = (reinterpret_cast<uintptr_t>(payload) & 7) == 0
+                     ? const_cast<unsigned char*>(payload)
+                     : AlignedCopy(payload, h.len, settings_.max_medium);
+  } else if (is_long) {
+    if (h.len != 0) {
+      if (segment_size_ == 0 || long_dest < segment_base_ ||
+          h.len > segment_size_ ||
+          long_dest - segment_base_ > segment_size_ - h.len) {
+        FatalErrorF(
+            "ofi conduit: rank %u: a Long from rank %u to [%p, +%u) is "
+            "outside this rank's segment [%p, +%zu)",
+            rank_, source, reinterpret_cast<void*>(long_dest), h.len,
+            reinterpret_cast<void*>(segment_base_), segment_size_);
+      }
+      if ((h.flags & kFlagLongByRma) == 0) {
+        std::memcpy(reinterpret_cast<void*>(long_dest), payload, h.len);
+      }
+    }
+    in.payload = reinterpret_cast<void*>(long_dest);
+  }
+  if (!is_request) {
+    sink_.Deliver(in);
+    return;
+  }
+  ReplyHandle reply{source, false};
+  in.reply = &reply;
+  sink_.Deliver(in);
+  // No Reply went back: the Request's credit is owed, banked until the
+  // slack is exceeded.
+  if (!reply.replied && credits_->Bank(source)) SendCredits<kCqData>(source);
+}
+
+// ---------------------------------------------------------------------------
+// Active Messages.
+
+core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
+                                     bool immediate) {
+  if (dest >= size_) {
+    FatalErrorF("ofi conduit: rank %u is not in the job (size %u)", dest,
+                size_);
+  }
+  return (this->*send_am_)(dest, nullptr, m, immediate);
+}
+
+core::SendStatus OfiConduit::Reply(void* reply, const core::Outbound& m,
+                                   bool immediate) {
+  auto* handle = static_cast<ReplyHandle*>(reply);
+  return (this->*send_am_)(handle->source, handle, m, immediate);
+}
+
+template <bool kCqData>
+core::SendStatus OfiConduit::SendAm(Rank dest, ReplyHandle* reply,
+                                    const core::Outbound& m, bool immediate) {
+  return Send<kCqData>(dest, reply, m, /*credits_only=*/false, immediate);
+}
+
+template <bool kCqData>
+void OfiConduit::SendCredits(Rank dest) {
+  core::Outbound m;
+  ReplyHandle handle{dest, false};
+  Send<kCqData>(dest, &handle, m, /*credits_only=*/true, /*immediate=*/false);
+  counters_.credit_messages_sent.fetch_add(1, std::memory_order_relaxed);
+}
+
+template <bool kCqData>
+core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
+                                  const core::Outbound& m, bool credits_only,
+                                  bool immediate) {
+  const bool request = reply == nullptr;
+  const bool is_long = m.category == Category::kLong;
+  if (m.nargs > am::kMaxArgs ||
+      (m.category == Category::kMedium && m.len > settings_.max_medium) ||
+      (is_long && m.len > MaxLong())) {
+    FatalErrorF(
+        "ofi conduit: a %s of %u arguments and %zu payload bytes (at most %u "
+        "arguments, Medium %zu, Long %zu bytes)",
+        request ? "Request" : "Reply", m.nargs, m.len, am::kMaxArgs,
+        settings_.max_medium, MaxLong());
+  }
+  const Endpoint ep = request ? kRequestEp : kReplyEp;
+  const bool replies_only = !request;
+  const bool long_by_rma = is_long && m.len > settings_.max_medium;
+  const size_t inline_len =
+      (m.category == Category::kShort || long_by_rma) ? 0 : m.len;
+  const size_t args_end = ArgsEnd(kCqData, is_long, m.nargs);
+  const size_t payload_at = PayloadOffset(args_end);
+  const size_t total = inline_len != 0 ? payload_at + inline_len : args_end;
+
+  PoliteSpinWait spin(polite_);
+  if (request && !credits_->TryAcquire(dest)) {
+    counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+    if (immediate) return SendStatus::kWouldBlock;
+    do {
+      if (Progress(/*replies_only=*/false) == 0) spin.Pause();
+    } while (!credits_->TryAcquire(dest));
+  }
+  // What to give back when an IMMEDIATE send ends up sending nothing.
+  auto undo_credit = [&] {
+    if (request) credits_->Grant(dest, 1);
+  };
+
+  if (long_by_rma && !WriteLongPayload(dest, m.payload, m.len, m.long_dest,
+                                       immediate, replies_only)) {
+    undo_credit();
+    return SendStatus::kWouldBlock;
+  }
+
+  unsigned char stack[kMaxInject];
+  unsigned char* out = stack;
+  SendBuffer* buffer = nullptr;
+  if (total > am_inject_) {
+    Pool<SendBuffer>& pool = *send_pool_[ep];
+    while ((buffer = pool.Get()) == nullptr) {
+      if (immediate) {
+        undo_credit();
+        return SendStatus::kWouldBlock;
+      }
+      if (Progress(replies_only) == 0) spin.Pause();
+    }
+    out = buffer->data.get();
+  }
+
+  const uint32_t banked = credits_->TakeBanked(dest);
+  WireHeader h{};
+  h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3);
+  if (request) h.flags |= kFlagRequest;
+  if (credits_only) h.flags |= kFlagCreditsOnly;
+  if (long_by_rma) h.flags |= kFlagLongByRma;
+  h.handler = m.handler;
+  h.nargs = m.nargs;
+  // A Reply returns its Request's credit, besides what was banked.
+  const uint32_t credits = banked + (request || credits_only ? 0 : 1);
+  h.credits = static_cast<uint16_t>(std::min<uint32_t>(credits, 0xffff));
+  h.len = static_cast<uint32_t>(m.len);
+  std::memcpy(out, &h, sizeof h);
+  size_t off = sizeof h;
+  if constexpr (!kCqData) {
+    const uint32_t source = rank_;
+    std::memcpy(out + off, &source, sizeof source);
+    off += sizeof source;
+  }
+  if (is_long) {
+    std::memcpy(out + off, &m.long_dest, sizeof m.long_dest);
+    off += sizeof m.long_dest;
+  }
+  if (m.nargs != 0) std::memcpy(out + off, m.args, 4 * size_t{m.nargs});
+  if (inline_len != 0) {
+    std::memset(out + args_end, 0, payload_at - args_end);
+    std::memcpy(out + payload_at, m.payload, inline_len);
+  }
+  if (!Transmit(ep, dest, out, total, buffer, immediate, replies_only)) {
+    if (buffer != nullptr) send_pool_[ep]->Put(buffer);
+    for (uint32_t i = 0; i < banked; ++i) credits_->Bank(dest);
+    undo_credit();
+    return SendStatus::kWouldBlock;
+  }
+  if (!credits_only) {
+    if (request) {
+      counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      reply->replied = true;
+      counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return SendStatus::kOk;
+}
+
+bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
+                          SendBuffer* buffer, bool immediate,
+                          bool replies_only) {
+  const fi_addr_t to = addresses_[2 * static_cast<size_t>(dest) + ep];
+  PoliteSpinWait spin(polite_);
+  for (;;) {
+    ssize_t rc;
+    if (buffer == nullptr) {
+      rc = cq_data_ ? fi_injectdata(ep_[ep], msg, len, rank_, to)
+                    : fi_inject(ep_[ep], msg, len, to);
+    } else {
+      rc = cq_data_
+               ? fi_senddata(ep_[ep], msg, len, nullptr, rank_, to, &buffer->fi)
+               : fi_send(ep_[ep], msg, len, nullptr, to, &buffer->fi);
+    }
+    if (rc == 0) {
+      if (buffer == nullptr) {
+        counters_.injected.fetch_add(1, std::memory_order_relaxed);
+      }
+      return true;
+    }
+    if (rc != -FI_EAGAIN) {
+      FatalErrorF("ofi conduit: rank %u: %s of %zu bytes to rank %u: %s", rank_,
+                  buffer == nullptr ? "fi_inject" : "fi_send", len, dest,
+                  FiError(rc));
+    }
+    if (immediate) return false;
+    if (Progress(replies_only) == 0) spin.Pause();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// RMA.
+
+absl::Status OfiConduit::AttachSegment(void* base, size_t size) {
+  RemoteSegment mine;
+  if (base != nullptr && size != 0) {
+    const uint64_t access =
+        FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    // Without FI_MR_PROV_KEY the key is ours to choose: one registration
+    // per domain, so any fixed key is unique.
+    const uint64_t requested_key = prov_key_ ? 0 : 0x6765;
+    if (int rc = fi_mr_reg(domain_, base, size, access, 0, requested_key, 0,
+                           &segment_mr_, nullptr);
+        rc != 0) {
+      return absl::InternalError(absl::StrFormat(
+          "fi_mr_reg of the segment [%p, +%zu): %s", base, size, FiError(rc)));
+    }
+    if (mr_endpoint_) {
+      int rc = fi_mr_bind(segment_mr_, &ep_[kRequestEp]->fid, 0);
+      if (rc == 0) rc = fi_mr_enable(segment_mr_);
+      if (rc != 0) {
+        return absl::InternalError(absl::StrFormat(
+            "binding the segment's registration to the endpoint "
+            "(FI_MR_ENDPOINT): %s",
+            FiError(rc)));
+      }
+    }
+    mine.base = reinterpret_cast<uint64_t>(base);
+    mine.size = size;
+    mine.key = fi_mr_key(segment_mr_);
+    if (mine.key == FI_KEY_NOTAVAIL) {
+      return absl::InternalError("fi_mr_key: no key for the segment");
+    }
+    segment_base_ = reinterpret_cast<uintptr_t>(base);
+    segment_size_ = size;
+  }
+  std::vector<RemoteSegment> all(size_);
+  bootstrap_->Allgather(&mine, sizeof mine, all.data());
+  segments_ = std::move(all);
+  return absl::OkStatus();
+}
+
+const OfiConduit::RemoteSegment& OfiConduit::CheckRemote(const char* call,
+                                                         Rank rank,
+                                                         const void* address,
+                                                         size_t len) const {
+  if (rank >= segments_.size()) {
+    FatalErrorF(
+        "ofi conduit: %s: rank %u has no registered segment (job of %u; "
+        "segments attached: %s)",
+        call, rank, size_, segments_.empty() ? "no" : "yes");
+  }
+  const RemoteSegment& s = segments_[rank];
+  const auto a = reinterpret_cast<uint64_t>(address);
+  if (s.size == 0 || a < s.base || len > s.size || a - s.base > s.size - len) {
+    FatalErrorF(
+        "ofi conduit: %s: [%p, +%zu) is outside rank %u's segment [%p, "
+        "+%zu)",
+        call, address, len, rank, reinterpret_cast<void*>(s.base),
+        static_cast<size_t>(s.size));
+  }
+  return s;
+}
+
+uint64_t OfiConduit::RemoteAddress(const RemoteSegment& s,
+                                   const void* address) const {
+  const auto a = reinterpret_cast<uint64_t>(address);
+  return virt_addr_ ? a : a - s.base;
+}
+
+bool OfiConduit::PostWrite(Rank rank, const void* src, size_t len,
+                           uint64_t raddr, uint64_t key, RmaOp* op,
+                           uint64_t flags) {
+  iovec iov{const_cast<void*>(src), len};
+  fi_rma_iov rma{raddr, len, key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRequestEp];
+  msg.rma_iov = &rma;
+  msg.rma_iov_count = 1;
+  msg.context = &op->fi;
+  // Delivery completion: the completion means the data is at the target,
+  // which is what `rc` (and a Long's handler) needs.
+  const ssize_t rc = fi_writemsg(ep_[kRequestEp], &msg,
+                                 flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
+  if (rc == 0) return true;
+  if (rc != -FI_EAGAIN) {
+    FatalErrorF("ofi conduit: rank %u: fi_writemsg of %zu bytes to rank %u: %s",
+                rank_, len, rank, FiError(rc));
+  }
+  return false;
+}
+
+bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
+                          uint64_t key, RmaOp* op) {
+  iovec iov{dest, len};
+  fi_rma_iov rma{raddr, len, key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRequestEp];
+  msg.rma_iov = &rma;
+  msg.rma_iov_count = 1;
+  msg.context = &op->fi;
+  const ssize_t rc = fi_readmsg(ep_[kRequestEp], &msg, FI_COMPLETION);
+  if (rc == 0) return true;
+  if (rc != -FI_EAGAIN) {
+    FatalErrorF(
+        "ofi conduit: rank %u: fi_readmsg of %zu bytes from rank %u: %s", rank_,
+        len, rank, FiError(rc));
+  }
+  return false;
+}
+
+void OfiConduit::MaybePollForRma() {
+  const uint64_t n = rma_started_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n % static_cast<uint64_t>(settings_.rma_poll_freq) == 0) {
+    DrainTx(kRequestEp, kCqBatch);
+  }
+}
+
+namespace {
+
+// Gets an object from `get`, waiting with `progress` while there is none.
+// null: `immediate` and none was free.
+template <typename Get, typename Progress>
+auto WaitFor(Get get, bool immediate, bool polite, Progress progress)
+    -> decltype(get()) {
+  PoliteSpinWait spin(polite);
+  for (;;) {
+    if (auto* t = get(); t != nullptr) return t;
+    if (immediate) return nullptr;
+    if (progress() == 0) spin.Pause();
+  }
+}
+
+}  // namespace
+
+bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
+                     bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  const RemoteSegment& s = CheckRemote("Put", rank, dest, len);
+  if (len == 0) {
+    if (lc != nullptr) lc->Complete();
+    rc.Complete();
+    return true;
+  }
+  // The non-bulk policy, when the source must be reusable on return.
+  enum { kDirect, kInject, kBounce, kBlock } path = kDirect;
+  if (lc == nullptr) {
+    path = len <= rma_inject_                ? kInject
+           : len <= settings_.bbuf_threshold ? kBounce
+                                             : kBlock;
+  }
+  rma::Counter local;
+  if (path == kBlock) {
+    local.Start(1);
+    lc = &local;
+  }
+  const size_t chunk = path == kBounce ? settings_.bbuf_size : max_rma_;
+  const uint64_t chunks = (len + chunk - 1) / chunk;
+  auto progress = [this] { return Progress(/*replies_only=*/false); };
+  RmaOp* head = nullptr;
+  const auto* from = static_cast<const unsigned char*>(src);
+  const uint64_t raddr = RemoteAddress(s, dest);
+  PoliteSpinWait spin(polite_);
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const bool may_refuse = immediate && i == 0;
+    const size_t offset = i * chunk;
+    const size_t n = std::min(chunk, len - offset);
+    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
+                        polite_, progress);
+    if (op == nullptr) return false;
+    if (i == 0) {
+      head = op;
+      head->remaining.store(chunks, std::memory_order_relaxed);
+      head->rc = &rc;
+      head->lc = lc;
+    }
+    op->head = head;
+    op->bbuf = nullptr;
+    const void* source = from + offset;
+    if (path == kBounce) {
+      op->bbuf = WaitFor([this] { return bbuf_pool_->Get(); }, may_refuse,
+                         polite_, progress);
+      if (op->bbuf == nullptr) {
+        rma_pool_->Put(op);
+        return false;
+      }
+      std::memcpy(op->bbuf->data.get(), source, n);
+      source = op->bbuf->data.get();
+    }
+    const uint64_t flags = path == kInject ? FI_INJECT : 0;
+    while (!PostWrite(rank, source, n, raddr + offset, s.key, op, flags)) {
+      if (may_refuse) {
+        if (op->bbuf != nullptr) bbuf_pool_->Put(op->bbuf);
+        rma_pool_->Put(op);
+        return false;
+      }
+      if (progress() == 0) spin.Pause();
+    }
+    MaybePollForRma();
+  }
+  switch (path) {
+    case kInject:
+      counters_.nb_put_inject.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case kBounce:
+      counters_.nb_put_bounce.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case kBlock:
+      counters_.nb_put_block.fetch_add(1, std::memory_order_relaxed);
+      while (!local.Done()) {
+        if (progress() == 0) spin.Pause();
+      }
+      break;
+    case kDirect:
+      break;
+  }
+  return true;
+}
+
+bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
+                     bool immediate, rma::Counter& rc) {
+  const RemoteSegment& s = CheckRemote("Get", rank, src, len);
+  if (len == 0) {
+    rc.Complete();
+    return true;
+  }
+  const uint64_t chunks = (len + max_rma_ - 1) / max_rma_;
+  auto progress = [this] { return Progress(/*replies_only=*/false); };
+  RmaOp* head = nullptr;
+  auto* to = static_cast<unsigned char*>(dest);
+  const uint64_t raddr = RemoteAddress(s, src);
+  PoliteSpinWait spin(polite_);
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const bool may_refuse = immediate && i == 0;
+    const size_t offset = i * max_rma_;
+    const size_t n = std::min(max_rma_, len - offset);
+    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
+                        polite_, progress);
+    if (op == nullptr) return false;
+    if (i == 0) {
+      head = op;
+      head->remaining.store(chunks, std::memory_order_relaxed);
+      head->rc = &rc;
+      head->lc = nullptr;
+    }
+    op->head = head;
+    op->bbuf = nullptr;
+    while (!PostRead(rank, to + offset, n, raddr + offset, s.key, op)) {
+      if (may_refuse) {
+        rma_pool_->Put(op);
+        return false;
+      }
+      if (progress() == 0) spin.Pause();
+    }
+    MaybePollForRma();
+  }
+  return true;
+}
+
+bool OfiConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
+                                  uint64_t long_dest, bool immediate,
+                                  bool replies_only) {
+  const void* to = reinterpret_cast<const void*>(long_dest);
+  const RemoteSegment& s = CheckRemote("a Long's payload", dest, to, len);
+  rma::Counter done;
+  done.Start(1);
+  const uint64_t chunks = (len + max_rma_ - 1) / max_rma_;
+  auto progress = [this, replies_only] { return Progress(replies_only); };
+  const auto* from = static_cast<const unsigned char*>(src);
+  const uint64_t raddr = RemoteAddress(s, to);
+  RmaOp* head = nullptr;
+  PoliteSpinWait spin(polite_);
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const bool may_refuse = immediate && i == 0;
+    const size_t offset = i * max_rma_;
+    const size_t n = std::min(max_rma_, len - offset);
+    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
+                        polite_, progress);
+    if (op == nullptr) return false;
+    if (i == 0) {
+      head = op;
+      head->remaining.store(chunks, std::memory_order_relaxed);
+      head->rc = &done;
+      head->lc = nullptr;
+    }
+    op->head = head;
+    op->bbuf = nullptr;
+    while (!PostWrite(dest, from + offset, n, raddr + offset, s.key, op, 0)) {
+      if (may_refuse) {
+        rma_pool_->Put(op);
+        return false;
+      }
+      if (progress() == 0) spin.Pause();
+    }
+  }
+  while (!done.Done()) {
+    if (progress() == 0) spin.Pause();
+  }
+  return true;
+}
+
+}  // namespace gexrt::ofi
+
+// ---------------------------------------------------------------------------
+
+namespace gexrt {
+
+std::unique_ptr<core::Conduit> core::CreateConduit() {
+  return std::make_unique<ofi::OfiConduit>();
+}
+
+}  // namespace gexrt

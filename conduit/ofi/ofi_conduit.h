@@ -1,0 +1,233 @@
+// The ofi conduit: core::Conduit over libfabric FI_EP_RDM endpoints, for
+// the ranks outside this rank's supernode (README.md: providers, settings,
+// limits).
+//
+// Endpoints. Each rank opens two RDM endpoints on one domain, sharing one
+// address vector: one receives Requests (and is the target of RMA), the
+// other receives Replies. A wait for room while sending a Reply (or while
+// a Request handler runs) polls only the reply endpoint, so a rank never
+// runs a Request handler inside another; a Request's wait polls both.
+// Each endpoint has its own transmit and receive completion queues (some
+// providers allow no sharing). Addresses are exchanged over the bootstrap.
+//
+// Active Messages. A message is a header (category, handler, argument
+// count, piggy-backed credits, payload length; the source rank too unless
+// it travels as remote CQ data), the arguments, then the payload at an
+// 8-byte aligned offset. One of at most GASNET_OFI_AM_INJECT_LIMIT bytes
+// goes by fi_inject from the stack; a larger one is built in a buffer of
+// the request or reply pool and sent by fi_send, the buffer returning to
+// its pool at the send's completion. Receives land in multi-receive
+// buffers (or single-message buffers with GASNET_OFI_RECEIVE_BUFF_SIZE=
+// recv), reposted once libfabric has released them and no handler still
+// reads them. A Long's payload up to the Medium size travels in the
+// message and is copied into the segment before the handler runs; a
+// larger one is written by RMA with delivery completion first, then the
+// header follows (the handler sees the data).
+//
+// Flow control: am::Credits (am/credits.h). Every Request takes a credit
+// for its destination, every Reply returns one (plus any banked), a
+// Request handled without a Reply banks its credit, and past the slack a
+// hidden credit message goes back. So no pattern of traffic makes either
+// side buffer more than GASNET_AM_CREDITS_PP messages per peer.
+//
+// RMA: fi_writemsg/fi_readmsg into the peer's registered segment (keys and
+// bases exchanged at AttachSegment; FI_MR_VIRT_ADDR or offsets,
+// FI_MR_PROV_KEY or our key, FI_MR_ENDPOINT binding). Puts ask for
+// FI_DELIVERY_COMPLETE, so a completion means the data is at the target
+// (remote completion). A Put whose source must be reusable on return (no
+// `lc`) follows the seed's policy: FI_INJECT up to
+// GASNET_OFI_RMA_INJECT_LIMIT, bounce buffers up to
+// GASNET_OFI_BBUF_THRESHOLD, else it waits for local completion. Local
+// buffers need no registration (FI_MR_LOCAL is refused).
+//
+// Threads: in PAR mode the domain is FI_THREAD_SAFE; pools take a mutex;
+// each receive queue is read under a mutex (so a buffer is never reposted
+// while a message in it is being delivered by another thread), and
+// messages are delivered outside it.
+#ifndef GEX_CONDUIT_OFI_OFI_CONDUIT_H_
+#define GEX_CONDUIT_OFI_OFI_CONDUIT_H_
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "am/credits.h"
+#include "conduit/ofi/provider.h"
+#include "conduit/ofi/settings.h"
+#include "core/conduit.h"
+
+namespace gexrt::ofi {
+
+// What the conduit has done (a snapshot), for tests and statistics.
+struct OfiStats {
+  uint64_t requests_sent = 0;
+  uint64_t replies_sent = 0;
+  uint64_t credit_messages_sent = 0;
+  uint64_t injected = 0;       // AMs sent by fi_inject
+  uint64_t credit_waits = 0;   // Requests that found no credit
+  uint64_t nb_put_inject = 0;  // the non-bulk Put policy's three paths
+  uint64_t nb_put_bounce = 0;
+  uint64_t nb_put_block = 0;
+};
+
+class OfiConduit final : public core::Conduit {
+ public:
+  OfiConduit();
+  ~OfiConduit() override;
+  OfiConduit(const OfiConduit&) = delete;
+  OfiConduit& operator=(const OfiConduit&) = delete;
+
+  const char* name() const override { return "ofi"; }
+  core::Capabilities capabilities() const override;
+  absl::Status Init(const core::InitArgs& args) override;
+  size_t MaxMedium() const override { return settings_.max_medium; }
+  size_t MaxLong() const override;
+  core::SendStatus Request(Rank dest, const core::Outbound& m,
+                           bool immediate) override;
+  core::SendStatus Reply(void* reply, const core::Outbound& m,
+                         bool immediate) override;
+  int Poll() override;
+  absl::Status AttachSegment(void* base, size_t size) override;
+  bool Put(Rank rank, void* dest, const void* src, size_t len, bool immediate,
+           rma::Counter& rc, rma::Counter* lc) override;
+  bool Get(void* dest, Rank rank, const void* src, size_t len, bool immediate,
+           rma::Counter& rc) override;
+  void Fini() override;
+
+  OfiStats stats() const;
+
+  // Internal types, public for the implementation's helpers.
+  struct TxContext;
+  struct SendBuffer;
+  struct RmaOp;
+  struct RxBuffer;
+  struct ReplyHandle;
+
+ private:
+  enum Endpoint : int { kRequestEp = 0, kReplyEp = 1, kEndpoints = 2 };
+
+  // A pool of fixed-size objects: a free list, grown on demand up to a
+  // maximum; a mutex only in PAR mode.
+  template <typename T>
+  class Pool;
+
+  struct RemoteSegment {
+    uint64_t base = 0;  // as the owner sees it
+    uint64_t size = 0;
+    uint64_t key = 0;
+  };
+
+  absl::Status OpenEndpoint(int which);
+  absl::Status PostReceive(RxBuffer* b);
+  void RepostOrFatal(RxBuffer* b);
+
+  // One Active Message (a Request when `reply` is null).
+  template <bool kCqData>
+  core::SendStatus SendAm(Rank dest, ReplyHandle* reply,
+                          const core::Outbound& m, bool immediate);
+  // A hidden message carrying only credits back to `dest` (a Reply that
+  // runs no handler).
+  template <bool kCqData>
+  void SendCredits(Rank dest);
+  // Builds and sends one message; `credits_only`: the hidden kind.
+  template <bool kCqData>
+  core::SendStatus Send(Rank dest, ReplyHandle* reply, const core::Outbound& m,
+                        bool credits_only, bool immediate);
+  // Sends the bytes [msg, +len) to `dest`'s endpoint `to` from ours;
+  // small ones by inject. `buffer`: the pool buffer holding them (null:
+  // they are on the caller's stack and must be injected). false: would
+  // block and `immediate`.
+  bool Transmit(Endpoint to, Rank dest, const void* msg, size_t len,
+                SendBuffer* buffer, bool immediate, bool replies_only);
+
+  // Receive-queue processing (the template picks where the source is).
+  template <bool kCqData>
+  int DrainRx(Endpoint ep, int budget);
+  template <bool kCqData>
+  void Deliver(Endpoint ep, const unsigned char* msg, size_t len,
+               uint64_t cq_data);
+  int DrainTx(Endpoint ep, int budget);
+  void Complete(TxContext* ctx);
+
+  // One round of a wait: progress everything this wait may run.
+  int Progress(bool replies_only);
+
+  // RMA.
+  const RemoteSegment& CheckRemote(const char* call, Rank rank,
+                                   const void* address, size_t len) const;
+  uint64_t RemoteAddress(const RemoteSegment& s, const void* address) const;
+  // Posts one write or read of one chunk; false on -FI_EAGAIN.
+  bool PostWrite(Rank rank, const void* src, size_t len, uint64_t raddr,
+                 uint64_t key, RmaOp* op, uint64_t flags);
+  bool PostRead(Rank rank, void* dest, size_t len, uint64_t raddr, uint64_t key,
+                RmaOp* op);
+  // Writes a Long's payload to `dest`'s segment and waits for delivery.
+  bool WriteLongPayload(Rank dest, const void* src, size_t len,
+                        uint64_t long_dest, bool immediate, bool replies_only);
+  void MaybePollForRma();
+
+  Settings settings_;
+  bool thread_safe_ = false;
+  bool polite_ = false;
+  Rank rank_ = 0;
+  Rank size_ = 0;
+  core::Sink sink_;
+  core::OtherProgress others_;
+  Bootstrap* bootstrap_ = nullptr;
+
+  // libfabric objects.
+  InfoPtr info_;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_ep* ep_[kEndpoints] = {nullptr, nullptr};
+  fid_cq* tx_cq_[kEndpoints] = {nullptr, nullptr};
+  fid_cq* rx_cq_[kEndpoints] = {nullptr, nullptr};
+  fid_mr* segment_mr_ = nullptr;
+  // fi_addr_t of every rank's endpoints: addresses_[2 * rank + endpoint].
+  std::vector<fi_addr_t> addresses_;
+
+  // Properties of the provider, fixed at Init.
+  bool cq_data_ = false;      // the source rank travels as remote CQ data
+  bool virt_addr_ = false;    // FI_MR_VIRT_ADDR
+  bool prov_key_ = false;     // FI_MR_PROV_KEY
+  bool mr_endpoint_ = false;  // FI_MR_ENDPOINT
+  size_t am_inject_ = 0;      // messages up to this size are injected
+  size_t rma_inject_ = 0;
+  size_t max_message_ = 0;  // the largest AM on the wire
+  size_t max_rma_ = 0;      // the largest RMA transfer of one operation
+  // The dispatch table: the hot paths specialised at Init.
+  core::SendStatus (OfiConduit::*send_am_)(Rank, ReplyHandle*,
+                                           const core::Outbound&,
+                                           bool) = nullptr;
+  int (OfiConduit::*drain_rx_)(Endpoint, int) = nullptr;
+
+  std::unique_ptr<am::Credits> credits_;
+  std::unique_ptr<Pool<SendBuffer>> send_pool_[kEndpoints];
+  std::unique_ptr<Pool<RmaOp>> rma_pool_;
+  std::unique_ptr<Pool<SendBuffer>> bbuf_pool_;
+  std::vector<std::unique_ptr<RxBuffer>> rx_buffers_;
+  std::mutex rx_mutex_[kEndpoints];
+
+  std::vector<RemoteSegment> segments_;
+  uintptr_t segment_base_ = 0;
+  size_t segment_size_ = 0;
+  std::atomic<uint64_t> rma_started_{0};
+
+  struct Counters {
+    std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
+        credit_messages_sent{0}, injected{0}, credit_waits{0}, nb_put_inject{0},
+        nb_put_bounce{0}, nb_put_block{0};
+  };
+  Counters counters_;
+};
+
+}  // namespace gexrt::ofi
+
+#endif  // GEX_CONDUIT_OFI_OFI_CONDUIT_H_

@@ -1,0 +1,83 @@
+// The ofi conduit's environment settings (conduit/ofi/README.md lists
+// them with their defaults), read once at start-up and checked together,
+// so that a bad value is one message naming the variable before any
+// network resource exists.
+#ifndef GEX_CONDUIT_OFI_SETTINGS_H_
+#define GEX_CONDUIT_OFI_SETTINGS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/env/parse.h"
+
+namespace gexrt::ofi {
+
+struct Settings {
+  // GASNET_OFI_MAX_MEDIUM: the Medium payload LUB (at least 512).
+  size_t max_medium = 8192;
+  // GASNET_OFI_AM_INJECT_LIMIT (alias GASNET_OFI_INJECT_LIMIT): an AM of at
+  // most this many bytes on the wire goes by fi_inject. kProviderMax (the
+  // default): the provider's inject_size; a larger value is clamped to it.
+  size_t am_inject_limit = kProviderMax;
+  // GASNET_OFI_RMA_INJECT_LIMIT: Puts of at most this many bytes use
+  // FI_INJECT.
+  size_t rma_inject_limit = kProviderMax;
+  // GASNET_OFI_NUM_RECEIVE_BUFFS / GASNET_OFI_RECEIVE_BUFF_SIZE: multi-
+  // receive buffers per endpoint; "recv" (multi_recv false) posts
+  // num_receive_buffs single-message buffers instead.
+  bool multi_recv = true;
+  size_t num_receive_buffs = 8;
+  size_t receive_buff_size = 1 << 20;
+  // GASNET_OFI_MAX_REQUEST_BUFFS / _MAX_REPLY_BUFFS and the initial
+  // counts (_NUM_INITIAL_REQUEST_BUFFS / _REPLY_BUFFS).
+  size_t max_request_buffs = 1024;
+  size_t max_reply_buffs = 1024;
+  size_t initial_request_buffs = 256;
+  size_t initial_reply_buffs = 256;
+  // The non-bulk Put policy: GASNET_OFI_BBUF_SIZE, _NUM_BBUFS,
+  // _BBUF_THRESHOLD (num_bbufs >= threshold / size must hold).
+  size_t bbuf_size = 4096;
+  size_t num_bbufs = 64;
+  size_t bbuf_threshold = 4 * 4096;
+  // GASNET_OFI_RMA_POLL_FREQ: poll the transmit queue once per this many
+  // RMA operations started.
+  int64_t rma_poll_freq = 32;
+  // GASNET_OFI_TX_CQ_SIZE / _RX_CQ_SIZE (0: the provider's choice).
+  size_t tx_cq_size = 0;
+  size_t rx_cq_size = 0;
+  // GASNET_OFI_DEVICE (through its topology family GASNET_OFI_DEVICE_TYPE
+  // / _<n>): the domain to open; empty: the first that qualifies. And the
+  // variable it came from, for messages.
+  std::string device;
+  std::string device_variable = "GASNET_OFI_DEVICE";
+  // GASNET_OFI_LIST_DEVICES / _NODES.
+  bool list_devices = false;
+  env::NodeList list_devices_nodes = env::NodeList::All();
+  // GASNET_OFI_SET_UNIVERSE_SIZE: set FI_UNIVERSE_SIZE to the job size
+  // when the user has not set it.
+  bool set_universe_size = true;
+  // GASNET_OFI_USE_CQ_DATA: the AM's source rank travels as remote CQ
+  // data where the provider offers FI_REMOTE_CQ_DATA (default yes); no:
+  // always in the message header.
+  bool use_cq_data = true;
+
+  static constexpr size_t kProviderMax = ~size_t{0};
+};
+
+// Reads and checks every setting. A malformed or out-of-range value, or
+// the bounce-buffer condition violated, is an error naming the variable(s).
+absl::StatusOr<Settings> ReadSettings();
+
+// The libfabric variables we may set for the user before libfabric reads
+// them (never overwriting a value the user set): FI_UNIVERSE_SIZE to
+// `job_size` under set_universe_size, and FI_MR_CACHE_MAX_{SIZE,COUNT} to
+// -1 for the providers known to need it (cxi, verbs; FI_PROVIDER names
+// them). A variable set to the empty string is unset (libfabric's
+// default).
+void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size);
+
+}  // namespace gexrt::ofi
+
+#endif  // GEX_CONDUIT_OFI_SETTINGS_H_

@@ -1,0 +1,152 @@
+#include "conduit/ofi/settings.h"
+
+#include <stdlib.h>
+
+#include <string>
+
+#include "base/env/settings.h"
+#include "gtest/gtest.h"
+
+namespace gexrt::ofi {
+namespace {
+
+constexpr const char* kTouched[] = {
+    "GASNET_OFI_MAX_MEDIUM",
+    "GASNET_OFI_AM_INJECT_LIMIT",
+    "GASNET_OFI_INJECT_LIMIT",
+    "GASNET_OFI_RMA_INJECT_LIMIT",
+    "GASNET_OFI_RECEIVE_BUFF_SIZE",
+    "GASNET_OFI_NUM_RECEIVE_BUFFS",
+    "GASNET_OFI_MAX_REQUEST_BUFFS",
+    "GASNET_OFI_NUM_INITIAL_REQUEST_BUFFS",
+    "GASNET_OFI_BBUF_SIZE",
+    "GASNET_OFI_NUM_BBUFS",
+    "GASNET_OFI_BBUF_THRESHOLD",
+    "GASNET_OFI_LIST_DEVICES_NODES",
+    "GASNET_OFI_DEVICE",
+    "FI_UNIVERSE_SIZE",
+    "FI_MR_CACHE_MAX_SIZE",
+    "FI_MR_CACHE_MAX_COUNT",
+    "FI_PROVIDER",
+    "GASNET_OFI_SET_UNIVERSE_SIZE",
+};
+
+class OfiSettingsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Clear(); }
+  void TearDown() override { Clear(); }
+  static void Clear() {
+    for (const char* name : kTouched) unsetenv(name);
+    env::internal::ResetForTest();
+  }
+  static void Set(const char* name, const char* value) {
+    setenv(name, value, 1);
+  }
+  static std::string Error() {
+    absl::StatusOr<Settings> s = ReadSettings();
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? "" : std::string(s.status().message());
+  }
+};
+
+TEST_F(OfiSettingsTest, DefaultsAreTheSeeds) {
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->max_medium, 8192u);
+  EXPECT_EQ(s->am_inject_limit, Settings::kProviderMax);
+  EXPECT_EQ(s->rma_inject_limit, Settings::kProviderMax);
+  EXPECT_TRUE(s->multi_recv);
+  EXPECT_EQ(s->num_receive_buffs, 8u);
+  EXPECT_EQ(s->receive_buff_size, 1u << 20);
+  EXPECT_EQ(s->max_request_buffs, 1024u);
+  EXPECT_EQ(s->initial_request_buffs, 256u);
+  EXPECT_EQ(s->bbuf_threshold, 4 * s->bbuf_size);
+  EXPECT_EQ(s->num_bbufs, 64u);
+  EXPECT_EQ(s->rma_poll_freq, 32);
+  EXPECT_EQ(s->device, "");
+  EXPECT_TRUE(s->set_universe_size);
+}
+
+TEST_F(OfiSettingsTest, MaxMediumBelow512IsRefusedNamingIt) {
+  Set("GASNET_OFI_MAX_MEDIUM", "100");
+  const std::string e = Error();
+  EXPECT_NE(e.find("GASNET_OFI_MAX_MEDIUM"), std::string::npos) << e;
+  EXPECT_NE(e.find("512"), std::string::npos) << e;
+}
+
+TEST_F(OfiSettingsTest, InjectLimitAliasIsUsedOnlyWithoutTheMainName) {
+  Set("GASNET_OFI_INJECT_LIMIT", "100");
+  EXPECT_EQ(ReadSettings()->am_inject_limit, 100u);
+  Set("GASNET_OFI_AM_INJECT_LIMIT", "40");
+  env::internal::ResetForTest();
+  EXPECT_EQ(ReadSettings()->am_inject_limit, 40u);
+}
+
+TEST_F(OfiSettingsTest, RecvModeTakesMoreBuffersByDefault) {
+  Set("GASNET_OFI_RECEIVE_BUFF_SIZE", "recv");
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->multi_recv);
+  EXPECT_GT(s->num_receive_buffs, 8u);
+}
+
+TEST_F(OfiSettingsTest, BounceBufferConditionIsChecked) {
+  Set("GASNET_OFI_BBUF_SIZE", "4096");
+  Set("GASNET_OFI_NUM_BBUFS", "2");
+  Set("GASNET_OFI_BBUF_THRESHOLD", "16384");
+  const std::string e = Error();
+  EXPECT_NE(e.find("GASNET_OFI_NUM_BBUFS=2"), std::string::npos) << e;
+  EXPECT_NE(e.find("GASNET_OFI_BBUF_THRESHOLD=16384"), std::string::npos) << e;
+  Set("GASNET_OFI_NUM_BBUFS", "4");
+  env::internal::ResetForTest();
+  EXPECT_TRUE(ReadSettings().ok());
+}
+
+TEST_F(OfiSettingsTest, InitialBuffersMayNotExceedTheMaximum) {
+  Set("GASNET_OFI_MAX_REQUEST_BUFFS", "10");
+  Set("GASNET_OFI_NUM_INITIAL_REQUEST_BUFFS", "11");
+  const std::string e = Error();
+  EXPECT_NE(e.find("GASNET_OFI_NUM_INITIAL_REQUEST_BUFFS=11"),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(OfiSettingsTest, MalformedValuesNameTheirVariable) {
+  Set("GASNET_OFI_NUM_RECEIVE_BUFFS", "lots");
+  EXPECT_NE(Error().find("GASNET_OFI_NUM_RECEIVE_BUFFS"), std::string::npos);
+  Clear();
+  Set("GASNET_OFI_LIST_DEVICES_NODES", "0,x-");
+  EXPECT_NE(Error().find("GASNET_OFI_LIST_DEVICES_NODES"), std::string::npos);
+}
+
+TEST_F(OfiSettingsTest, UniverseSizeIsSetButNeverOverwritten) {
+  Settings s;
+  PrepareLibfabricEnvironment(s, 12);
+  EXPECT_STREQ(getenv("FI_UNIVERSE_SIZE"), "12");
+  PrepareLibfabricEnvironment(s, 99);
+  EXPECT_STREQ(getenv("FI_UNIVERSE_SIZE"), "12");
+  unsetenv("FI_UNIVERSE_SIZE");
+  s.set_universe_size = false;
+  PrepareLibfabricEnvironment(s, 12);
+  EXPECT_EQ(getenv("FI_UNIVERSE_SIZE"), nullptr);
+}
+
+TEST_F(OfiSettingsTest, MrCacheIsUnlimitedOnlyForVerbsAndCxi) {
+  Settings s;
+  Set("FI_PROVIDER", "tcp;ofi_rxm");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_MR_CACHE_MAX_SIZE"), nullptr);
+  Set("FI_PROVIDER", "verbs;ofi_rxm");
+  Set("FI_MR_CACHE_MAX_COUNT", "7");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_STREQ(getenv("FI_MR_CACHE_MAX_SIZE"), "-1");
+  EXPECT_STREQ(getenv("FI_MR_CACHE_MAX_COUNT"), "7");  // the user's
+  Set("FI_MR_CACHE_MAX_SIZE", "");                     // libfabric's own
+  unsetenv("FI_MR_CACHE_MAX_COUNT");
+  Set("FI_MR_CACHE_MAX_SIZE", "");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_MR_CACHE_MAX_SIZE"), nullptr);
+}
+
+}  // namespace
+}  // namespace gexrt::ofi
