@@ -1,5 +1,5 @@
 /* am_client: one rank of an Active Message job over the GASNet-EX C API on
- * the smp conduit (SEQ mode), started by gasnetrun_smp from am_job_test.
+ * any conduit (SEQ mode), started by its launcher from am_job_test.
  * Written in C11 against <gasnetex.h> only. Every check is a CHECK: a
  * failure prints "rank R: CHECK FAILED ..." and ends the job with exit
  * code 1. A rank that passed every check of its mode prints
@@ -158,16 +158,27 @@ static void Attach(uintptr_t bytes) {
   CHECK(gex_EP_QuerySegment(g_ep) == g_seg, "gex_EP_QuerySegment");
   g_owner = (char **)Allocate(g_n * sizeof(char *));
   g_local = (char **)Allocate(g_n * sizeof(char *));
+  /* The neighbourhood (this rank's supernode) is mapped here; the rest of
+   * the job (over a network conduit) is not. */
+  gex_RankInfo_t *nbrhd = NULL;
+  gex_Rank_t nbrhd_count = 0;
+  gex_System_QueryNbrhdInfo(&nbrhd, &nbrhd_count, NULL);
+  CHECK(nbrhd != NULL && nbrhd_count >= 1 && nbrhd_count <= g_n,
+        "gex_System_QueryNbrhdInfo: %u ranks", nbrhd_count);
   for (r = 0; r < g_n; ++r) {
     void *owner = NULL;
     void *local = NULL;
     uintptr_t size = 0;
+    int mapped = 0;
+    for (gex_Rank_t i = 0; i < nbrhd_count; ++i) {
+      mapped |= nbrhd[i].gex_jobrank == r;
+    }
     const gex_Event_t ev =
         gex_EP_QueryBoundSegmentNB(g_tm, r, &owner, &local, &size, 0);
     CHECK(ev == GEX_EVENT_INVALID, "QueryBoundSegmentNB(%u) gave an event", r);
-    CHECK(owner != NULL && local != NULL && size >= bytes,
-          "rank %u segment owner=%p local=%p size=%" PRIuPTR, r, owner, local,
-          size);
+    CHECK(owner != NULL && (local != NULL) == mapped && size >= bytes,
+          "rank %u (%s neighbourhood) segment owner=%p local=%p size=%" PRIuPTR,
+          r, mapped ? "in my" : "outside my", owner, local, size);
     if (r == g_me) {
       CHECK(owner == g_base && local == g_base && size == g_size,
             "my own segment: owner=%p local=%p size=%" PRIuPTR, owner, local,
@@ -1384,7 +1395,13 @@ typedef struct {
 
 static uint64_t *g_imm_received; /* from each sender */
 
-static ImmControl *ControlOf(gex_Rank_t r) { return (ImmControl *)g_local[r]; }
+static ImmControl *ControlOf(gex_Rank_t r) {
+  CHECK(g_local[r] != NULL,
+        "immediate: rank %u's segment is not mapped here (the mode needs "
+        "the whole job in one supernode)",
+        r);
+  return (ImmControl *)g_local[r];
+}
 
 static void OnImmediate(gex_Token_t t, int cat, int kind, void *buf,
                         size_t nbytes, unsigned nargs, const gex_AM_Arg_t *a) {

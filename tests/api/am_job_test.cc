@@ -1,7 +1,7 @@
-// Active Messages through the GASNet-EX C API on the smp conduit, end to
-// end: jobs of am_client (C11, SEQ) started by gasnetrun_smp. Proves, at
-// 1, 2, 4 and 8 ranks, every category x Request/Reply x 0..16 arguments
-// with every argument value and payload byte checked and every reply
+// Active Messages through the GASNet-EX C API over any conduit (api_tests.bzl),
+// end to end: jobs of am_client (C11, SEQ) started by the conduit's launcher.
+// Proves, at 1, 2, 4 and 8 ranks, every category x Request/Reply x 0..16
+// arguments with every argument value and payload byte checked and every reply
 // counted; Medium and Long at 0, 1, LUB and Max bytes with Longs landing at
 // the named address; gex_Token_Info; negotiated payload (client and GASNet
 // buffers, commit of fewer bytes, cancel, for Requests and Replies); and
@@ -91,6 +91,12 @@ class ImmediateJobTest : public ::testing::TestWithParam<std::tuple<int, int>> {
 
 TEST_P(ImmediateJobTest, RefusedWhenFullAndEverythingAcceptedArrives) {
   const auto& [depth, n] = GetParam();
+  if (SpansSupernodes(n)) {
+    GTEST_SKIP() << Layout(n)
+                 << ": the case counts what a full PSHM queue of "
+                    "GASNET_PSHMNET_QUEUE_DEPTH holds, and am_client's "
+                    "immediate mode signals through cross-mapped segments";
+  }
   std::vector<std::string> env;
   if (depth != 8) {
     env.push_back(absl::StrFormat("GASNET_PSHMNET_QUEUE_DEPTH=%d", depth));

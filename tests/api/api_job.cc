@@ -2,25 +2,80 @@
 // api_job.h).
 #include "tests/api/api_job.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace gexrt::testing {
 
+namespace {
+
+std::string FromEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
+}  // namespace
+
+std::string Conduit() { return FromEnv("API_TEST_CONDUIT"); }
+
+std::vector<std::string> InstanceEnv() {
+  return absl::StrSplit(FromEnv("API_TEST_ENV"), '\n', absl::SkipEmpty());
+}
+
+int SupernodeMaxSize() {
+  int size = 0;
+  for (const std::string& entry : InstanceEnv()) {
+    constexpr absl::string_view kName = "GASNET_SUPERNODE_MAXSIZE=";
+    if (absl::StartsWith(entry, kName) &&
+        !absl::SimpleAtoi(entry.substr(kName.size()), &size)) {
+      size = 0;
+    }
+  }
+  return size > 0 ? size : 0;
+}
+
+bool SpansSupernodes(int n) {
+  const int size = SupernodeMaxSize();
+  return size > 0 && n > size;
+}
+
+std::string Layout(int n) {
+  return absl::StrFormat(
+      "%d ranks over conduit %s with GASNET_SUPERNODE_MAXSIZE=%d span %d "
+      "supernodes",
+      n, Conduit(), SupernodeMaxSize(),
+      (n + SupernodeMaxSize() - 1) / std::max(SupernodeMaxSize(), 1));
+}
+
 JobResult RunApiJob(const std::string& client, int n,
                     const std::vector<std::string>& args,
                     const std::vector<std::string>& env) {
   BecomeSubreaper();
   JobSpec spec;
-  spec.argv = {Runfile("tools/gasnetrun_smp"), "-n", std::to_string(n),
-               Runfile("tests/api/" + client)};
+  const std::string launcher = FromEnv("API_TEST_LAUNCHER");
+  if (launcher.empty()) {
+    // Not started by a test of api_tests.bzl: no job to judge.
+    JobResult r;
+    r.command = client;
+    r.err = "API_TEST_LAUNCHER is not set (api_tests.bzl sets it)";
+    ADD_FAILURE() << r.err;
+    return r;
+  }
+  spec.argv = {
+      Runfile(launcher), "-n", std::to_string(n),
+      Runfile("tests/api/" + client + FromEnv("API_TEST_CLIENT_SUFFIX"))};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   const std::string tmpdir = MakeTempDir("api");
   spec.env = {"GASNET_PSHMNET_QUEUE_DEPTH",
@@ -32,6 +87,8 @@ JobResult RunApiJob(const std::string& client, int n,
               "GASNET_EXITTIMEOUT",
               "GASNET_TMPDIR=" + tmpdir,
               "TMPDIR=" + tmpdir};
+  // The instance's variables, then the case's (which win).
+  for (std::string& entry : InstanceEnv()) spec.env.push_back(std::move(entry));
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   spec.limit = absl::Seconds(120);
   return RunJob(spec);

@@ -1,7 +1,12 @@
-// Running the API test clients as jobs (gasnetrun_smp -n N <client> args)
+// Running the API test clients as jobs (<launcher> -n N <client> args)
 // and judging them from the outside: the exit code, each rank's one success
 // line ("rank R: <what>..."), the fatal line that names a misused call, and
 // that no process of the job outlived it.
+//
+// The conduit instance comes from the test's environment, set by
+// api_tests.bzl: API_TEST_LAUNCHER (the launcher's runfiles path),
+// API_TEST_CLIENT_SUFFIX (of the clients' names), API_TEST_CONDUIT and
+// API_TEST_ENV (the instance's "NAME=value" variables, one per line).
 #ifndef GEX_TESTS_API_API_JOB_H_
 #define GEX_TESTS_API_API_JOB_H_
 
@@ -13,12 +18,33 @@
 
 namespace gexrt::testing {
 
-// Runs `n` ranks of tests/api/<client> with `args`, with none of the PSHM
-// and launcher variables of the test's environment, then those of `env`
-// ("NAME=value").
+// Runs `n` ranks of tests/api/<client><API_TEST_CLIENT_SUFFIX> with `args`
+// under API_TEST_LAUNCHER, with none of the PSHM and launcher variables of
+// the test's environment, then the instance's (InstanceEnv), then those of
+// `env` ("NAME=value").
 JobResult RunApiJob(const std::string& client, int n,
                     const std::vector<std::string>& args,
                     const std::vector<std::string>& env = {});
+
+// The instance's conduit name ("smp", "socket", ...).
+std::string Conduit();
+
+// The instance's "NAME=value" variables (API_TEST_ENV, one per line).
+std::vector<std::string> InstanceEnv();
+
+// The instance's GASNET_SUPERNODE_MAXSIZE; 0 when it sets none (every rank
+// of a job on this host in one supernode, as on smp).
+int SupernodeMaxSize();
+
+// Whether a job of `n` ranks of this instance has ranks in more than one
+// supernode, i.e. some peers reached over the conduit, not PSHM. Cases
+// whose checks only hold within one supernode skip then:
+//   if (SpansSupernodes(n)) GTEST_SKIP() << Layout(n) << ": <why>";
+bool SpansSupernodes(int n);
+
+// "4 ranks over conduit socket with GASNET_SUPERNODE_MAXSIZE=2 span 2
+// supernodes", for skip messages.
+std::string Layout(int n);
 
 // The command, exit code and output, for failure messages.
 std::string Describe(const JobResult& r);

@@ -1,7 +1,7 @@
-// Collectives through the GASNet-EX C API on the smp conduit, end to end:
-// jobs of coll_client (C11, SEQ) at 1, 2, 3, 4 and 8 ranks (3 is not a power
-// of two: the trees are uneven). The client computes every expected result
-// itself and checks it on every rank (see coll_client.c's header for the
+// Collectives through the GASNet-EX C API over any conduit (api_tests.bzl), end
+// to end: jobs of coll_client (C11, SEQ) at 1, 2, 3, 4 and 8 ranks (3 is not a
+// power of two: the trees are uneven). The client computes every expected
+// result itself and checks it on every rank (see coll_client.c's header for the
 // modes): gex_Coll_BroadcastNB from every root at 0 B..1 MiB, every built-in
 // type x operation to one root and to all, GEX_OP_USER with user data and
 // elements larger than a Medium, GEX_OP_USER_NC whose results only rank order
@@ -42,6 +42,12 @@ class CollJobTest
 TEST_P(CollJobTest, EveryRankGetsTheRightResult) {
   if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
   const auto& [mode, n] = GetParam();
+  if (mode == "early" && SpansSupernodes(n)) {
+    GTEST_SKIP() << Layout(n)
+                 << ": coll_client's early mode holds the root back with a "
+                    "flag in rank 0's segment, read through its cross-mapped "
+                    "address, which only ranks of rank 0's supernode have";
+  }
   const JobResult r = RunApiJob("coll_client", n, {mode});
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
     EXPECT_EQ(Field(line, "colls"), ExpectedColls(mode, n)) << line;

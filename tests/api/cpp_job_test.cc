@@ -1,6 +1,6 @@
-// The C++ API (<gex/gex.hpp>) on the smp conduit, end to end: jobs of
-// cpp_client (SEQ) and cpp_par_client (PAR) started by gasnetrun_smp at 1,
-// 2, 4 and 8 ranks, each both ways: on the direct path and with
+// The C++ API (<gex/gex.hpp>) over any conduit (api_tests.bzl), end to end:
+// jobs of cpp_client (SEQ) and cpp_par_client (PAR) started by the conduit's
+// launcher at 1, 2, 4 and 8 ranks, each both ways: on the direct path and with
 // GEX_RMA_FORCE_AM=1 (every Put and Get over the Active Message engine, so
 // NB calls return real events). The clients check every byte and the guard
 // bytes around it, local completion, the Events each path returns and every
@@ -25,12 +25,20 @@
 namespace gexrt::testing {
 namespace {
 
+// Why the jobs of more than one supernode skip.
+constexpr char kNeedsMappedPeers[] =
+    ": the clients check every Put and Get through the peer's segment as "
+    "mapped here (gex_EP_QueryBoundSegmentNB's local address, which ranks "
+    "outside this rank's supernode do not have) and expect the direct "
+    "path's GEX_EVENT_INVALID from every NB call";
+
 class CppJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 
 TEST_P(CppJobTest, EveryByteArrivesAndEveryEventCompletes) {
   if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
   const auto& [mode, n, force_am] = GetParam();
+  if (SpansSupernodes(n)) GTEST_SKIP() << Layout(n) << kNeedsMappedPeers;
   const JobResult r = RunApiJob("cpp_client", n, {mode}, ForceAmEnv(force_am));
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
     if (mode == "forms") {
@@ -71,6 +79,7 @@ class CppParJobTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(CppParJobTest, ThreadsWithTheirOwnEventsAndRegions) {
   const auto& [n, force_am] = GetParam();
+  if (SpansSupernodes(n)) GTEST_SKIP() << Layout(n) << kNeedsMappedPeers;
   std::vector<std::string> env = ForceAmEnv(force_am);
   const std::string tsan_dir = MakeTempDir("tsan");
   for (std::string& v : TsanEnv(tsan_dir)) env.push_back(std::move(v));

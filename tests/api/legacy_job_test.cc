@@ -1,9 +1,9 @@
-// The GASNet-1 ("legacy") path of <gasnet.h> on the smp conduit, end to
-// end: jobs of legacy_client (C11, built with -Wall -Wextra -Wpedantic -Werror
-// over all three public headers). Proves gasnet_init/gasnet_attach with a
-// handler table, node and segment queries agreeing with the GASNet-EX objects,
-// gasnet_AMRequest*/Reply* of every category (0 and M arguments) at 1, 2, 4
-// and 8 ranks, legacy barriers, and gasnet_exit: 0 and a common code from
+// The GASNet-1 ("legacy") path of <gasnet.h> over any conduit (api_tests.bzl),
+// end to end: jobs of legacy_client (C11, built with -Wall -Wextra -Wpedantic
+// -Werror over all three public headers). Proves gasnet_init/gasnet_attach with
+// a handler table, node and segment queries agreeing with the GASNet-EX
+// objects, gasnet_AMRequest*/Reply* of every category (0 and M arguments) at 1,
+// 2, 4 and 8 ranks, legacy barriers, and gasnet_exit: 0 and a common code from
 // every rank, and a code from one rank ending the others.
 #include <string>
 

@@ -1,9 +1,9 @@
-// PAR mode on the smp conduit, end to end: jobs of par_client (C++, built
-// against //conduit/smp:gasnet_smp_par with -Wall -Wextra -Wpedantic -Werror
-// over all three public headers) where 4 threads per rank send Short, Medium
-// and Long Requests to every rank at once while other threads poll, at 1, 2 and
-// 4 ranks; every reply must come back to the thread that asked and every
-// request must be seen once, in order.
+// PAR mode over any conduit (api_tests.bzl), end to end: jobs of par_client
+// (C++, built against a conduit's PAR library with -Wall -Wextra -Wpedantic
+// -Werror over all three public headers) where 4 threads per rank send Short,
+// Medium and Long Requests to every rank at once while other threads poll, at
+// 1, 2 and 4 ranks; every reply must come back to the thread that asked and
+// every request must be seen once, in order.
 //
 // Under ThreadSanitizer (bazel test --config=tsan //tests/api:par_job_test)
 // each rank writes its reports to a file of its own, and the test fails on

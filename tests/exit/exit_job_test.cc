@@ -10,13 +10,15 @@
 // ranks left in their stdio buffers delivered. A second suite counts the exit
 // protocol's Active Messages through GEX_EXIT_REPORT=1.
 //
-// The conduit comes from EXIT_TEST_CONDUIT (set by exit_tests.bzl): the
-// launcher is tools/gasnetrun_<conduit>, the client
-// tests/exit/exit_client_<conduit>. Leaks are judged for the posix PSHM
-// mechanism (the default build): /dev/shm/GASNT<job id>.*, where the job id
-// is the GEX_JOB_ID every rank prints; a GASNT* entry in the job's fresh
-// GASNET_TMPDIR counts too.
+// The instance comes from the test's environment (set by exit_tests.bzl):
+// the launcher from EXIT_TEST_LAUNCHER (its runfiles path), the client
+// tests/exit/exit_client_<EXIT_TEST_CONDUIT>, and the instance's variables
+// for every job from EXIT_TEST_ENV ("NAME=value", one per line). Leaks are
+// judged for the posix PSHM mechanism (the default build): /dev/shm/GASNT<job
+// id>.*, where the job id is the GEX_JOB_ID every rank prints; a GASNT* entry
+// in the job's fresh GASNET_TMPDIR counts too.
 #include <dirent.h>
+#include <fnmatch.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -27,9 +29,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -51,10 +57,65 @@ constexpr int kExitTimeoutS = 3;
 constexpr char kKilledByRunner[] =
     "[job_runner: killed the launcher after the limit]";
 
-std::string Conduit() {
-  const char* conduit = std::getenv("EXIT_TEST_CONDUIT");
-  return conduit == nullptr ? "" : conduit;
+std::string FromEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
 }
+
+std::string Conduit() { return FromEnv("EXIT_TEST_CONDUIT"); }
+
+// The instance's "NAME=value" variables for every job.
+std::vector<std::string> InstanceEnv() {
+  return absl::StrSplit(FromEnv("EXIT_TEST_ENV"), '\n', absl::SkipEmpty());
+}
+
+// The instance's GASNET_SUPERNODE_MAXSIZE; 0 when it sets none (every rank
+// of a job on this host in one supernode, as on smp).
+int SupernodeMaxSize() {
+  int size = 0;
+  for (const std::string& entry : InstanceEnv()) {
+    constexpr absl::string_view kName = "GASNET_SUPERNODE_MAXSIZE=";
+    if (absl::StartsWith(entry, kName) &&
+        !absl::SimpleAtoi(entry.substr(kName.size()), &size)) {
+      size = 0;
+    }
+  }
+  return size > 0 ? size : 0;
+}
+
+// The supernodes of a job of `n` ranks: runs of SupernodeMaxSize()
+// consecutive ranks (one host), or the whole job.
+int Supernodes(int n) {
+  const int size = SupernodeMaxSize();
+  return size == 0 ? 1 : (n + size - 1) / size;
+}
+
+// Why the current test cannot pass on this instance because of a known
+// bug outside tests/ (EXIT_TEST_KNOWN_BUGS: "<glob>=<why>" lines, globs
+// over "Suite.Test" names, set by exit_tests.bzl's known_bugs); "" if none.
+std::string KnownBug() {
+  const ::testing::TestInfo* test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name =
+      absl::StrCat(test->test_suite_name(), ".", test->name());
+  for (absl::string_view entry : absl::StrSplit(FromEnv("EXIT_TEST_KNOWN_BUGS"),
+                                                '\n', absl::SkipEmpty())) {
+    const size_t eq = entry.find('=');
+    const std::string glob(entry.substr(0, eq));
+    if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) {
+      return std::string(entry.substr(eq + 1));
+    }
+  }
+  return "";
+}
+
+// In a test body or SetUp: skips the test when it hits a known bug.
+#define SKIP_IF_KNOWN_BUG()                                                \
+  do {                                                                     \
+    if (const std::string bug = KnownBug(); !bug.empty()) {                \
+      GTEST_SKIP() << "known bug on conduit " << Conduit() << ": " << bug; \
+    }                                                                      \
+  } while (0)
 
 // ---------------------------------------------------------------------------
 // Running a job.
@@ -113,7 +174,7 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
   job.tmpdir = MakeTempDir("exit");
   const std::string conduit = Conduit();
   JobSpec spec;
-  spec.argv = {Runfile("tools/gasnetrun_" + conduit),
+  spec.argv = {Runfile(FromEnv("EXIT_TEST_LAUNCHER")),
                "-n",
                std::to_string(n),
                "-spawner=fork",
@@ -122,6 +183,8 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
                mode,
                std::to_string(code)};
   spec.env = InheritedRuntimeVariables();
+  // The instance's variables; the driver's own below and the case's win.
+  for (std::string& entry : InstanceEnv()) spec.env.push_back(std::move(entry));
   spec.env.push_back("GASNET_TMPDIR=" + job.tmpdir);
   spec.env.push_back("TMPDIR=" + job.tmpdir);
   spec.env.push_back(
@@ -367,6 +430,9 @@ class ExitPathTest : public ::testing::TestWithParam<ExitParam> {
   void SetUp() override {
     ASSERT_FALSE(Conduit().empty())
         << "EXIT_TEST_CONDUIT is not set (exit_tests.bzl sets it)";
+    ASSERT_FALSE(FromEnv("EXIT_TEST_LAUNCHER").empty())
+        << "EXIT_TEST_LAUNCHER is not set (exit_tests.bzl sets it)";
+    SKIP_IF_KNOWN_BUG();
   }
 };
 
@@ -395,6 +461,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, ExitPathTest, ::testing::ValuesIn(ExitParams()),
 // for the process to end); the job ends as any non-collective exit does.
 TEST(ParExitTest, ThreadsSendingWhileTwoThreadsExit) {
   ASSERT_FALSE(Conduit().empty());
+  SKIP_IF_KNOWN_BUG();
   for (const int n : {2, 4}) {
     JobOptions options;
     options.par = true;
@@ -413,6 +480,7 @@ TEST(ParExitTest, ThreadsSendingWhileTwoThreadsExit) {
 // them); off, no stack. Either way the job still ends cleanly.
 TEST(FatalSignalTest, BacktraceFollowsTheSignalOnlyWhenAskedFor) {
   ASSERT_FALSE(Conduit().empty());
+  SKIP_IF_KNOWN_BUG();
   for (const bool backtrace : {true, false}) {
     JobOptions options;
     options.env.push_back(backtrace ? "GASNET_BACKTRACE=1"
@@ -555,14 +623,17 @@ class ExitTrafficTest : public ::testing::TestWithParam<TrafficParam> {
   void SetUp() override {
     ASSERT_FALSE(Conduit().empty())
         << "EXIT_TEST_CONDUIT is not set (exit_tests.bzl sets it)";
+    SKIP_IF_KNOWN_BUG();
   }
 };
 
-// A reduce that completed: every rank `reduced`, `reduce` AMs each and no
-// election or exit request.
+// A reduce that completed: every rank `reduced`, `reduce(rank)` AMs each
+// and no election or exit request.
+template <typename ReduceOf>
 void CheckReduced(const std::map<int, ExitReport>& reports, int code,
-                  int reduce, Problems& problems) {
+                  ReduceOf reduce_of, Problems& problems) {
   for (const auto& [rank, report] : reports) {
+    const int reduce = reduce_of(rank);
     if (report.outcome != "reduced" || report.code != code ||
         report.reduce != reduce || report.ElectionAndRequests() != 0) {
       problems.Add(
@@ -633,9 +704,18 @@ TEST_P(ExitTrafficTest, ExitProtocolSendsTheExpectedActiveMessages) {
   CheckJob(job, expected, problems);
   const std::map<int, ExitReport> reports = ExitReports(job, problems);
   if (mode == "collective") {
-    CheckReduced(reports, code,
-                 p.grouping == Grouping::kEveryRank ? CeilLog2(p.n) : 0,
-                 problems);
+    // GEX_EXIT_GROUP=1: every rank reduces over AMs. By default the ranks
+    // of a supernode agree through shared memory (no AM; on smp the whole
+    // job) and only each supernode's first rank, its leader, reduces over
+    // AMs with the other leaders.
+    const int supernode = std::max(SupernodeMaxSize(), 1);
+    CheckReduced(
+        reports, code,
+        [&](int rank) {
+          if (p.grouping == Grouping::kEveryRank) return CeilLog2(p.n);
+          return rank % supernode == 0 ? CeilLog2(Supernodes(p.n)) : 0;
+        },
+        problems);
   } else {
     CheckLeaderAndMembers(reports, p.n, code, problems);
   }
