@@ -10,6 +10,7 @@
 // for an NB call and counts NBI calls in the thread's counters or region.
 #include "api/rma.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -294,6 +295,7 @@ void RmaInit(Runtime& rt) {
     options.transport.rdma_get = &ConduitGet;
   }
   options.force_am = env::GetBool("GEX_RMA_FORCE_AM", false);
+  options.chunk = std::min({rma::Engine::kChunk, rt.max_medium, rt.max_long});
   g_engine = new rma::Engine(options, rt.handlers);  // Lives until exit.
 }
 

@@ -54,7 +54,8 @@ Engine::Engine(const Options& options, am::HandlerTable& handlers)
       size_(options.size),
       segments_(options.segments),
       transport_(options.transport),
-      force_am_(options.force_am) {
+      force_am_(options.force_am),
+      chunk_(std::clamp<size_t>(options.chunk, 1, kChunk)) {
   am::Entry entries[5];
   const auto set = [&](am::Entry& e, auto* fn, uint32_t flags, unsigned nargs,
                        const char* name) {
@@ -142,7 +143,7 @@ Issue Engine::PutRemote(const char* call, Rank rank, void* dest,
     }
     return Issue::kPending;
   }
-  const uint64_t chunks = (n + kChunk - 1) / kChunk;
+  const uint64_t chunks = (n + chunk_ - 1) / chunk_;
   // Counted before the first send: a reply may arrive while a later chunk
   // waits for queue space.
   rc.Start(chunks);
@@ -153,8 +154,8 @@ Issue Engine::PutRemote(const char* call, Rank rank, void* dest,
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(dest);
   for (uint64_t i = 0; i < chunks; ++i) {
-    const size_t offset = i * kChunk;
-    const size_t len = std::min(kChunk, n - offset);
+    const size_t offset = i * chunk_;
+    const size_t len = std::min(chunk_, n - offset);
     if (!transport_.request(transport_.context, rank, am::Category::kLong,
                             put_request_, args, 2, from + offset, len,
                             to + offset, immediate && i == 0)) {
@@ -180,14 +181,14 @@ Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
     }
     return Issue::kPending;
   }
-  const uint64_t chunks = (n + kChunk - 1) / kChunk;
+  const uint64_t chunks = (n + chunk_ - 1) / chunk_;
   rc.Start(chunks);
   HandOff(&rc);
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(dest);
   for (uint64_t i = 0; i < chunks; ++i) {
-    const size_t offset = i * kChunk;
-    const size_t len = std::min(kChunk, n - offset);
+    const size_t offset = i * chunk_;
+    const size_t len = std::min(chunk_, n - offset);
     // A Long reply can land only in this rank's segment; anything else
     // comes back as a Medium that the reply handler copies out.
     const auto d = reinterpret_cast<uintptr_t>(to + offset);

@@ -90,7 +90,8 @@ enum class Issue {
 
 class Engine {
  public:
-  // The largest chunk of one AM (the Long and Medium maximum).
+  // The largest chunk of one AM (the Long and Medium maximum) by default;
+  // Options::chunk lowers it for a network with smaller AMs.
   static constexpr size_t kChunk = 65536;
 
   struct Options {
@@ -102,6 +103,10 @@ class Engine {
     Transport transport;
     // GEX_RMA_FORCE_AM: every operation over Active Messages.
     bool force_am = false;
+    // The AM path's chunk: at most kChunk, and no more than the largest
+    // Medium and Long every peer accepts (a conduit's Medium may be
+    // smaller than PSHM's, e.g. GASNET_OFI_MAX_MEDIUM).
+    size_t chunk = kChunk;
   };
 
   // Registers the AM path's handlers in the internal index range of
@@ -203,6 +208,7 @@ class Engine {
   const SegmentView* segments_;
   Transport transport_;
   bool force_am_;
+  size_t chunk_;
   uint8_t put_request_ = 0;
   uint8_t done_reply_ = 0;
   uint8_t get_request_ = 0;

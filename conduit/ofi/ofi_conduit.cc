@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "am/vocabulary.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/spin_wait.h"
+#include "exit/graceful_exit.h"
 
 namespace gexrt::ofi {
 
@@ -66,6 +68,12 @@ constexpr size_t kMaxInject = 4096;
 constexpr int kCqBatch = 16;
 constexpr int kPollBudget = 64;
 
+// How long a send keeps retrying a connection the provider could not make.
+constexpr absl::Duration kConnectRetryFor = absl::Seconds(60);
+
+// How long Fini waits for its last messages to leave.
+constexpr absl::Duration kFlushFor = absl::Seconds(10);
+
 // RMA chunks never exceed this (whatever the provider's maximum).
 constexpr size_t kMaxRmaChunk = size_t{1} << 30;
 
@@ -99,7 +107,7 @@ struct OfiConduit::TxContext {
   // libfabric's per-operation space (unused unless a provider asks; the
   // conduit accepts none of the context modes, but it costs nothing).
   fi_context2 fi;
-  enum Kind : uint8_t { kSend, kRma } kind;
+  enum Kind : uint8_t { kSend, kRma, kFlush } kind;
 };
 
 struct OfiConduit::SendBuffer : TxContext {
@@ -327,6 +335,11 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
     }
   }
 
+  for (auto& marks : unflushed_) {
+    marks.reset(new std::atomic<uint8_t>[size_]);
+    for (Rank r = 0; r < size_; ++r) marks[r].store(0);
+  }
+
   // Pools.
   const size_t message = max_message_;
   auto make_send = [message](int pool) {
@@ -454,7 +467,63 @@ void OfiConduit::RepostOrFatal(RxBuffer* b) {
   }
 }
 
+void OfiConduit::Flush() {
+  finishing_.store(true, std::memory_order_relaxed);
+  // An injected message may still sit in the provider's queues when
+  // fi_inject returns (until the next progress, or its progress thread
+  // runs), and closing the endpoint would drop it: the peer waiting for
+  // our last exit message would wait forever. Each peer we injected to
+  // gets a marker with a transmit completion; messages between two
+  // endpoints are ordered (FI_ORDER_SAS), so once the markers complete,
+  // everything before them has left.
+  TxContext marker_ctx{};
+  marker_ctx.kind = TxContext::kFlush;
+  // One marker per endpoint (the provider reads it until the send
+  // completes): a credits-only message carrying no credits, which looks
+  // like its endpoint's traffic, a Request or a Reply.
+  unsigned char markers[kEndpoints][sizeof(WireHeader) + sizeof(uint32_t)] = {};
+  for (int e = 0; e < kEndpoints; ++e) {
+    WireHeader h{};
+    h.flags = kFlagCreditsOnly | (e == kRequestEp ? kFlagRequest : 0);
+    std::memcpy(markers[e], &h, sizeof h);
+    const uint32_t source = rank_;
+    std::memcpy(markers[e] + sizeof h, &source, sizeof source);
+  }
+  const size_t marker_len =
+      cq_data_ ? sizeof(WireHeader) : sizeof(WireHeader) + sizeof(uint32_t);
+  const absl::Time deadline = absl::Now() + kFlushFor;
+  PoliteSpinWait spin(polite_);
+  for (int e = 0; e < kEndpoints; ++e) {
+    for (Rank r = 0; r < size_; ++r) {
+      if (unflushed_[e][r].load(std::memory_order_relaxed) == 0) continue;
+      iovec iov{markers[e], marker_len};
+      fi_msg msg{};
+      msg.msg_iov = &iov;
+      msg.iov_count = 1;
+      msg.addr = addresses_[2 * static_cast<size_t>(r) + e];
+      msg.context = &marker_ctx.fi;
+      msg.data = rank_;
+      const uint64_t flags = FI_COMPLETION | FI_TRANSMIT_COMPLETE |
+                             (cq_data_ ? FI_REMOTE_CQ_DATA : 0);
+      for (;;) {
+        const ssize_t rc = fi_sendmsg(ep_[e], &msg, flags);
+        if (rc == 0) {
+          flush_pending_.fetch_add(1, std::memory_order_relaxed);
+          break;
+        }
+        if (rc != -FI_EAGAIN || absl::Now() > deadline) break;
+        if (Poll() == 0) spin.Pause();
+      }
+    }
+  }
+  while (flush_pending_.load(std::memory_order_acquire) > 0 &&
+         absl::Now() < deadline) {
+    if (Poll() == 0) spin.Pause();
+  }
+}
+
 void OfiConduit::Fini() {
+  if (ep_[kRequestEp] != nullptr && !addresses_.empty()) Flush();
   for (int e = 0; e < kEndpoints; ++e) {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
     ep_[e] = nullptr;
@@ -517,6 +586,13 @@ int OfiConduit::DrainTx(Endpoint ep, int budget) {
     if (n < 0) {
       fi_cq_err_entry err{};
       if (n == -FI_EAVAIL && fi_cq_readerr(tx_cq_[ep], &err, 0) > 0) {
+        if (finishing_.load(std::memory_order_relaxed)) {
+          // At the end, a peer that has already closed refuses what is
+          // still going to it: nothing waits for it any more.
+          Complete(static_cast<TxContext*>(err.op_context));
+          ++done;
+          continue;
+        }
         FatalErrorF("ofi conduit: rank %u: a send or RMA failed: %s (%s)",
                     rank_, fi_strerror(err.err),
                     fi_cq_strerror(tx_cq_[ep], err.prov_errno, err.err_data,
@@ -535,6 +611,10 @@ int OfiConduit::DrainTx(Endpoint ep, int budget) {
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
+  if (ctx->kind == TxContext::kFlush) {
+    flush_pending_.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
   if (ctx->kind == TxContext::kSend) {
     auto* b = static_cast<SendBuffer*>(ctx);
     (b->pool == kEndpoints ? *bbuf_pool_ : *send_pool_[b->pool]).Put(b);
@@ -726,8 +806,15 @@ template <bool kCqData>
 void OfiConduit::SendCredits(Rank dest) {
   core::Outbound m;
   ReplyHandle handle{dest, false};
-  Send<kCqData>(dest, &handle, m, /*credits_only=*/true, /*immediate=*/false);
-  counters_.credit_messages_sent.fetch_add(1, std::memory_order_relaxed);
+  // Once the job is exiting, the peer may have finished and closed its
+  // endpoints (its last Request to us is what this answers), and a
+  // provider may then retry the connection forever (sockets does): the
+  // credits are offered once, and banked again if they cannot go.
+  const bool exiting = exit::ExitInProgress();
+  if (Send<kCqData>(dest, &handle, m, /*credits_only=*/true,
+                    /*immediate=*/exiting) == SendStatus::kOk) {
+    counters_.credit_messages_sent.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 template <bool kCqData>
@@ -851,10 +938,14 @@ bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
     if (rc == 0) {
       if (buffer == nullptr) {
         counters_.injected.fetch_add(1, std::memory_order_relaxed);
+        std::atomic<uint8_t>& mark = unflushed_[ep][dest];
+        if (mark.load(std::memory_order_relaxed) == 0) {
+          mark.store(1, std::memory_order_relaxed);
+        }
       }
       return true;
     }
-    if (rc != -FI_EAGAIN) {
+    if (!NotYet(rc, dest)) {
       FatalErrorF("ofi conduit: rank %u: %s of %zu bytes to rank %u: %s", rank_,
                   buffer == nullptr ? "fi_inject" : "fi_send", len, dest,
                   FiError(rc));
@@ -862,6 +953,21 @@ bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
     if (immediate) return false;
     if (Progress(replies_only) == 0) spin.Pause();
   }
+}
+
+bool OfiConduit::NotYet(ssize_t rc, Rank peer) {
+  if (rc == -FI_EAGAIN) return true;
+  if (rc != -FI_ENOENT && rc != -FI_ECONNREFUSED) return false;
+  // The sockets provider reports a connection it could not make yet (the
+  // peer's listener busy on a loaded host) as ENOENT: a retry makes it.
+  // Bounded, so a peer that is really gone is still an error.
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  int64_t expected = 0;
+  const int64_t deadline = now + absl::ToInt64Nanoseconds(kConnectRetryFor);
+  if (connect_deadline_ns_.compare_exchange_strong(expected, deadline)) {
+    return true;
+  }
+  return now < expected;
 }
 
 // ---------------------------------------------------------------------------
@@ -951,7 +1057,7 @@ bool OfiConduit::PostWrite(Rank rank, const void* src, size_t len,
   const ssize_t rc = fi_writemsg(ep_[kRequestEp], &msg,
                                  flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
   if (rc == 0) return true;
-  if (rc != -FI_EAGAIN) {
+  if (!NotYet(rc, rank)) {
     FatalErrorF("ofi conduit: rank %u: fi_writemsg of %zu bytes to rank %u: %s",
                 rank_, len, rank, FiError(rc));
   }
@@ -971,7 +1077,7 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
   msg.context = &op->fi;
   const ssize_t rc = fi_readmsg(ep_[kRequestEp], &msg, FI_COMPLETION);
   if (rc == 0) return true;
-  if (rc != -FI_EAGAIN) {
+  if (!NotYet(rc, rank)) {
     FatalErrorF(
         "ofi conduit: rank %u: fi_readmsg of %zu bytes from rank %u: %s", rank_,
         len, rank, FiError(rc));

@@ -155,8 +155,15 @@ class OfiConduit final : public core::Conduit {
   int DrainTx(Endpoint ep, int budget);
   void Complete(TxContext* ctx);
 
+  // At Fini: waits (bounded) until what was injected has left.
+  void Flush();
+
   // One round of a wait: progress everything this wait may run.
   int Progress(bool replies_only);
+
+  // Whether a post that returned `rc` should be retried (after progress):
+  // -FI_EAGAIN, or a connection to `peer` not made yet, for a while.
+  bool NotYet(ssize_t rc, Rank peer);
 
   // RMA.
   const RemoteSegment& CheckRemote(const char* call, Rank rank,
@@ -219,6 +226,14 @@ class OfiConduit final : public core::Conduit {
   uintptr_t segment_base_ = 0;
   size_t segment_size_ = 0;
   std::atomic<uint64_t> rma_started_{0};
+  // Set at the first connection refused: retries stop after it.
+  // Per endpoint, the peers sent an injected message since start (Fini
+  // flushes those), and the flush markers not yet complete.
+  std::unique_ptr<std::atomic<uint8_t>[]> unflushed_[kEndpoints];
+  std::atomic<int> flush_pending_{0};
+  std::atomic<bool> finishing_{false};
+  // (Unix nanoseconds; 0: none yet.)
+  std::atomic<int64_t> connect_deadline_ns_{0};
 
   struct Counters {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},

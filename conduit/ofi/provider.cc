@@ -60,6 +60,15 @@ std::string BitNames(uint64_t bits, const NamedBit* names, size_t n) {
 
 absl::StatusOr<Candidates> Query(const Requirements& r);
 
+// Whether libfabric offers anything at all (FI_PROVIDER applied): when
+// not, FI_PROVIDER names no provider it has.
+bool AnyProvider() {
+  fi_info* list = nullptr;
+  const int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, nullptr, &list);
+  if (list != nullptr) fi_freeinfo(list);
+  return rc == 0 && list != nullptr;
+}
+
 std::string ProviderFilter() {
   const char* p = std::getenv("FI_PROVIDER");
   return p == nullptr ? "" : p;
@@ -219,6 +228,13 @@ absl::StatusOr<InfoPtr> SelectProvider(const Settings& s,
   if (c->usable.empty()) {
     const std::string why = ExplainRefusals(r);
     if (why.empty()) {
+      if (!filter.empty() && !AnyProvider()) {
+        return absl::NotFoundError(absl::StrFormat(
+            "FI_PROVIDER=%s matches no provider of this libfabric (`fi_info "
+            "-l` lists them; tested here: tcp;ofi_rxm, sockets, udp;ofi_rxd, "
+            "shm)",
+            filter));
+      }
       return absl::NotFoundError(absl::StrFormat(
           "no libfabric provider offers an FI_EP_RDM endpoint%s (see "
           "`fi_info -l` for this libfabric's providers)",

@@ -1,0 +1,105 @@
+/* ofi_client: one rank of an ofi-conduit job (C11, SEQ, <gasnetex.h>
+ * only), started by gasnetrun_ofi from ofi_job_test. Modes:
+ *
+ *   hello        init, attach a segment, barrier, exit 0. Prints
+ *                "rank R: hello ok".
+ *   flood N      rank 0 sends N AM Medium Requests of 8 bytes to rank 1
+ *                as fast as it may (no reply: the handler only counts);
+ *                rank 1 waits until it has counted N, then every rank
+ *                reports its peak RSS growth over the flood. Prints
+ *                "rank R: flood ok count=C rss_growth_kb=K" (C: handled on
+ *                rank 1, sent on rank 0; other ranks 0).
+ *
+ * A failed check prints "rank R: CHECK FAILED ..." and exits 1.
+ */
+#include <gasnetex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gex_Rank_t g_rank;
+static volatile uint64_t g_count;
+static uint64_t g_expect_payload = 0x0123456789abcdefULL;
+
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      printf("rank %u: CHECK FAILED %s:%d: %s\n", (unsigned)g_rank, __FILE__, \
+             __LINE__, #cond);                                                \
+      fflush(stdout);                                                         \
+      gasnet_exit(1);                                                         \
+    }                                                                         \
+  } while (0)
+
+/* The peak resident set so far (VmHWM), in KiB. */
+static long PeakRssKb(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
+  }
+  fclose(f);
+  return kb;
+}
+
+static void CountHandler(gex_Token_t token, void* buf, size_t nbytes) {
+  uint64_t v;
+  (void)token;
+  CHECK(nbytes == sizeof v);
+  memcpy(&v, buf, sizeof v);
+  CHECK(v == g_expect_payload);
+  g_count = g_count + 1;
+}
+
+#define COUNT_HANDLER 200
+
+int main(int argc, char** argv) {
+  gex_Client_t client;
+  gex_EP_t ep;
+  gex_TM_t tm;
+  gex_Segment_t segment;
+  gex_AM_Entry_t entries[] = {{COUNT_HANDLER, (gex_AM_Fn_t)CountHandler,
+                               GEX_FLAG_AM_REQUEST | GEX_FLAG_AM_MEDIUM, 0,
+                               NULL, "count"}};
+  const char* mode = argc > 1 ? argv[1] : "hello";
+
+  CHECK(gex_Client_Init(&client, &ep, &tm, "ofi_client", &argc, &argv, 0) ==
+        GASNET_OK);
+  g_rank = gex_TM_QueryRank(tm);
+  CHECK(gex_Segment_Attach(&segment, tm, 1 << 20) == GASNET_OK);
+  CHECK(gex_EP_RegisterHandlers(ep, entries, 1) == GASNET_OK);
+  gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+
+  if (strcmp(mode, "hello") == 0) {
+    printf("rank %u: hello ok\n", (unsigned)g_rank);
+  } else if (strcmp(mode, "flood") == 0 && argc > 2) {
+    const uint64_t n = strtoull(argv[2], NULL, 10);
+    const long before = PeakRssKb();
+    uint64_t count = 0;
+    CHECK(gex_TM_QuerySize(tm) >= 2);
+    if (g_rank == 0) {
+      for (uint64_t i = 0; i < n; ++i) {
+        gex_AM_RequestMedium0(tm, 1, COUNT_HANDLER, &g_expect_payload,
+                              sizeof g_expect_payload, GEX_EVENT_NOW, 0);
+      }
+      count = n;
+    } else if (g_rank == 1) {
+      GASNET_BLOCKUNTIL(g_count == n);
+      count = g_count;
+    }
+    gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+    CHECK(g_rank != 1 || g_count == n);
+    printf("rank %u: flood ok count=%llu rss_growth_kb=%ld\n", (unsigned)g_rank,
+           (unsigned long long)count, PeakRssKb() - before);
+  } else {
+    printf("rank %u: CHECK FAILED unknown mode %s\n", (unsigned)g_rank, mode);
+    gasnet_exit(2);
+  }
+  fflush(stdout);
+  gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+  gasnet_exit(0);
+  return 0;
+}
