@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -71,9 +72,6 @@ constexpr int kPollBudget = 64;
 // How long a send keeps retrying a connection the provider could not make.
 constexpr absl::Duration kConnectRetryFor = absl::Seconds(60);
 
-// How long Fini waits for its last messages to leave.
-constexpr absl::Duration kFlushFor = absl::Seconds(10);
-
 // RMA chunks never exceed this (whatever the provider's maximum).
 constexpr size_t kMaxRmaChunk = size_t{1} << 30;
 
@@ -107,7 +105,7 @@ struct OfiConduit::TxContext {
   // libfabric's per-operation space (unused unless a provider asks; the
   // conduit accepts none of the context modes, but it costs nothing).
   fi_context2 fi;
-  enum Kind : uint8_t { kSend, kRma, kFlush } kind;
+  enum Kind : uint8_t { kSend, kRma } kind;
 };
 
 struct OfiConduit::SendBuffer : TxContext {
@@ -335,11 +333,6 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
     }
   }
 
-  for (auto& marks : unflushed_) {
-    marks.reset(new std::atomic<uint8_t>[size_]);
-    for (Rank r = 0; r < size_; ++r) marks[r].store(0);
-  }
-
   // Pools.
   const size_t message = max_message_;
   auto make_send = [message](int pool) {
@@ -469,57 +462,25 @@ void OfiConduit::RepostOrFatal(RxBuffer* b) {
 
 void OfiConduit::Flush() {
   finishing_.store(true, std::memory_order_relaxed);
-  // An injected message may still sit in the provider's queues when
-  // fi_inject returns (until the next progress, or its progress thread
-  // runs), and closing the endpoint would drop it: the peer waiting for
-  // our last exit message would wait forever. Each peer we injected to
-  // gets a marker with a transmit completion; messages between two
-  // endpoints are ordered (FI_ORDER_SAS), so once the markers complete,
-  // everything before them has left.
-  TxContext marker_ctx{};
-  marker_ctx.kind = TxContext::kFlush;
-  // One marker per endpoint (the provider reads it until the send
-  // completes): a credits-only message carrying no credits, which looks
-  // like its endpoint's traffic, a Request or a Reply.
-  unsigned char markers[kEndpoints][sizeof(WireHeader) + sizeof(uint32_t)] = {};
-  for (int e = 0; e < kEndpoints; ++e) {
-    WireHeader h{};
-    h.flags = kFlagCreditsOnly | (e == kRequestEp ? kFlagRequest : 0);
-    std::memcpy(markers[e], &h, sizeof h);
-    const uint32_t source = rank_;
-    std::memcpy(markers[e] + sizeof h, &source, sizeof source);
-  }
-  const size_t marker_len =
-      cq_data_ ? sizeof(WireHeader) : sizeof(WireHeader) + sizeof(uint32_t);
-  const absl::Time deadline = absl::Now() + kFlushFor;
-  PoliteSpinWait spin(polite_);
-  for (int e = 0; e < kEndpoints; ++e) {
-    for (Rank r = 0; r < size_; ++r) {
-      if (unflushed_[e][r].load(std::memory_order_relaxed) == 0) continue;
-      iovec iov{markers[e], marker_len};
-      fi_msg msg{};
-      msg.msg_iov = &iov;
-      msg.iov_count = 1;
-      msg.addr = addresses_[2 * static_cast<size_t>(r) + e];
-      msg.context = &marker_ctx.fi;
-      msg.data = rank_;
-      const uint64_t flags = FI_COMPLETION | FI_TRANSMIT_COMPLETE |
-                             (cq_data_ ? FI_REMOTE_CQ_DATA : 0);
-      for (;;) {
-        const ssize_t rc = fi_sendmsg(ep_[e], &msg, flags);
-        if (rc == 0) {
-          flush_pending_.fetch_add(1, std::memory_order_relaxed);
-          break;
-        }
-        if (rc != -FI_EAGAIN || absl::Now() > deadline) break;
-        if (Poll() == 0) spin.Pause();
-      }
+  // A message may still sit in the provider's queues when its send call
+  // has returned (fi_inject's copy; a manual-progress provider sends on a
+  // later poll; udp;ofi_rxd resends until acknowledged), and closing the
+  // endpoint drops it: a peer still waiting for our last exit message
+  // would wait until the exit timeout. So nobody closes before everybody
+  // is here (the bootstrap's barrier: every rank has finished the exit
+  // protocol, so has received all it needs), and meanwhile a thread keeps
+  // this rank's network moving (this thread is blocked in the bootstrap,
+  // not in libfabric, so FI_THREAD_DOMAIN is respected).
+  std::atomic<bool> stop{false};
+  std::thread poller([this, &stop] {
+    PoliteSpinWait spin(/*polite=*/true);
+    while (!stop.load(std::memory_order_acquire)) {
+      if (Poll() == 0) spin.Pause();
     }
-  }
-  while (flush_pending_.load(std::memory_order_acquire) > 0 &&
-         absl::Now() < deadline) {
-    if (Poll() == 0) spin.Pause();
-  }
+  });
+  bootstrap_->Barrier();
+  stop.store(true, std::memory_order_release);
+  poller.join();
 }
 
 void OfiConduit::Fini() {
@@ -611,10 +572,6 @@ int OfiConduit::DrainTx(Endpoint ep, int budget) {
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
-  if (ctx->kind == TxContext::kFlush) {
-    flush_pending_.fetch_sub(1, std::memory_order_acq_rel);
-    return;
-  }
   if (ctx->kind == TxContext::kSend) {
     auto* b = static_cast<SendBuffer*>(ctx);
     (b->pool == kEndpoints ? *bbuf_pool_ : *send_pool_[b->pool]).Put(b);
@@ -938,10 +895,6 @@ bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
     if (rc == 0) {
       if (buffer == nullptr) {
         counters_.injected.fetch_add(1, std::memory_order_relaxed);
-        std::atomic<uint8_t>& mark = unflushed_[ep][dest];
-        if (mark.load(std::memory_order_relaxed) == 0) {
-          mark.store(1, std::memory_order_relaxed);
-        }
       }
       return true;
     }

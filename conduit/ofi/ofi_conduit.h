@@ -155,7 +155,8 @@ class OfiConduit final : public core::Conduit {
   int DrainTx(Endpoint ep, int budget);
   void Complete(TxContext* ctx);
 
-  // At Fini: waits (bounded) until what was injected has left.
+  // At Fini, before closing: waits for every rank, keeping the network
+  // moving meanwhile.
   void Flush();
 
   // One round of a wait: progress everything this wait may run.
@@ -227,10 +228,8 @@ class OfiConduit final : public core::Conduit {
   size_t segment_size_ = 0;
   std::atomic<uint64_t> rma_started_{0};
   // Set at the first connection refused: retries stop after it.
-  // Per endpoint, the peers sent an injected message since start (Fini
-  // flushes those), and the flush markers not yet complete.
-  std::unique_ptr<std::atomic<uint8_t>[]> unflushed_[kEndpoints];
-  std::atomic<int> flush_pending_{0};
+  // Set by Flush: a peer that has closed may refuse what is still going
+  // to it, and nothing waits for it any more.
   std::atomic<bool> finishing_{false};
   // (Unix nanoseconds; 0: none yet.)
   std::atomic<int64_t> connect_deadline_ns_{0};
