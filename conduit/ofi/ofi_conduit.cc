@@ -1,9 +1,11 @@
 #include "conduit/ofi/ofi_conduit.h"
 
+#include <dlfcn.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -95,6 +97,23 @@ unsigned char* AlignedCopy(const unsigned char* from, size_t len,
   std::memcpy(tl_aligned.get(), from, len);
   return tl_aligned.get();
 }
+
+// Whether this thread is inside a libfabric call. A signal that ends the
+// job (SIGTERM from the launcher, SIGINT) runs the exit from its handler,
+// on whatever the thread was doing: if that was a libfabric call, the
+// provider may hold a lock the handler's polls would wait for forever.
+// Conduit calls made then touch nothing (see Interrupted()).
+thread_local bool tl_in_libfabric = false;
+
+// Marks the enclosing libfabric call.
+class InLibfabric {
+ public:
+  InLibfabric() : outer_(tl_in_libfabric) { tl_in_libfabric = true; }
+  ~InLibfabric() { tl_in_libfabric = outer_; }
+
+ private:
+  bool outer_;
+};
 
 }  // namespace
 
@@ -201,6 +220,45 @@ core::Capabilities OfiConduit::capabilities() const {
 size_t OfiConduit::MaxLong() const {
   // A Long larger than a Medium is written by RMA: as large as one RMA.
   return std::max(settings_.max_medium, max_rma_);
+}
+
+namespace {
+
+// libfabric links the psm provider's PSM library (libinfinipath), whose
+// constructor installs handlers for the fatal and ending signals at load,
+// before main: they print their own backtrace and exit 1. The exit layer
+// leaves handlers a client installed alone, so a crash would lose its
+// report and its exit code (128 + signal). Handlers that live in that
+// library are reset to the default before the exit layer installs its
+// own; anything else (the client's) is left as it is.
+void DropPsmSignalHandlers() {
+  static constexpr int kSignals[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
+                                     SIGSYS,  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  for (int sig : kSignals) {
+    struct sigaction now;
+    if (sigaction(sig, nullptr, &now) != 0) continue;
+    void* fn = (now.sa_flags & SA_SIGINFO) != 0
+                   ? reinterpret_cast<void*>(now.sa_sigaction)
+                   : reinterpret_cast<void*>(now.sa_handler);
+    if (fn == reinterpret_cast<void*>(SIG_DFL) ||
+        fn == reinterpret_cast<void*>(SIG_IGN)) {
+      continue;
+    }
+    Dl_info where;
+    if (dladdr(fn, &where) == 0 || where.dli_fname == nullptr) continue;
+    if (std::strstr(where.dli_fname, "libinfinipath") != nullptr ||
+        std::strstr(where.dli_fname, "libpsm") != nullptr) {
+      signal(sig, SIG_DFL);
+    }
+  }
+}
+
+}  // namespace
+
+void OfiConduit::StartUp(int* argc, char*** argv) {
+  (void)argc;
+  (void)argv;
+  DropPsmSignalHandlers();
 }
 
 absl::Status OfiConduit::Init(const core::InitArgs& args) {
@@ -440,7 +498,11 @@ absl::Status OfiConduit::PostReceive(RxBuffer* b) {
   const uint64_t flags = settings_.multi_recv ? FI_MULTI_RECV : 0;
   PoliteSpinWait spin(polite_);
   for (;;) {
-    const ssize_t rc = fi_recvmsg(ep_[b->ep], &msg, flags);
+    ssize_t rc;
+    {
+      const InLibfabric in;
+      rc = fi_recvmsg(ep_[b->ep], &msg, flags);
+    }
     if (rc == 0) return absl::OkStatus();
     if (rc != -FI_EAGAIN) {
       return absl::InternalError(
@@ -484,6 +546,9 @@ void OfiConduit::Flush() {
 }
 
 void OfiConduit::Fini() {
+  // Ending from a signal handler that interrupted libfabric: its locks may
+  // be held, so nothing is closed (the process is about to end anyway).
+  if (Interrupted() || abandoned_.load(std::memory_order_relaxed)) return;
   if (ep_[kRequestEp] != nullptr && !addresses_.empty()) Flush();
   for (int e = 0; e < kEndpoints; ++e) {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
@@ -523,7 +588,14 @@ OfiStats OfiConduit::stats() const {
 // ---------------------------------------------------------------------------
 // Progress.
 
+bool OfiConduit::Interrupted() {
+  if (!tl_in_libfabric) return false;
+  abandoned_.store(true, std::memory_order_relaxed);
+  return true;
+}
+
 int OfiConduit::Poll() {
+  if (Interrupted()) return 0;
   DrainTx(kReplyEp, kPollBudget);
   DrainTx(kRequestEp, kPollBudget);
   return (this->*drain_rx_)(kReplyEp, kPollBudget) +
@@ -531,6 +603,7 @@ int OfiConduit::Poll() {
 }
 
 int OfiConduit::Progress(bool replies_only) {
+  if (Interrupted()) return others_.Poll(replies_only);
   int n = DrainTx(kReplyEp, kPollBudget) + DrainTx(kRequestEp, kPollBudget);
   n += (this->*drain_rx_)(kReplyEp, kPollBudget);
   if (!replies_only) n += (this->*drain_rx_)(kRequestEp, kPollBudget);
@@ -542,7 +615,11 @@ int OfiConduit::DrainTx(Endpoint ep, int budget) {
   int done = 0;
   while (done < budget) {
     fi_cq_entry e[kCqBatch];
-    const ssize_t n = fi_cq_read(tx_cq_[ep], e, kCqBatch);
+    ssize_t n;
+    {
+      const InLibfabric in;
+      n = fi_cq_read(tx_cq_[ep], e, kCqBatch);
+    }
     if (n == -FI_EAGAIN) break;
     if (n < 0) {
       fi_cq_err_entry err{};
@@ -605,6 +682,7 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
       // use before any thread can see a later completion release it.
       std::unique_lock<std::mutex> lock(rx_mutex_[ep], std::defer_lock);
       if (thread_safe_) lock.lock();
+      const InLibfabric in;
       n = fi_cq_read(rx_cq_[ep], e, kCqBatch);
       for (ssize_t i = 0; i < n; ++i) {
         static_cast<RxBuffer*>(e[i].op_context)
@@ -740,6 +818,9 @@ void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
 
 core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
+  // From a signal handler that interrupted libfabric: the message cannot
+  // go; the exit protocol falls back on its deadlines.
+  if (Interrupted()) return SendStatus::kOk;
   if (dest >= size_) {
     FatalErrorF("ofi conduit: rank %u is not in the job (size %u)", dest,
                 size_);
@@ -749,6 +830,7 @@ core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
 
 core::SendStatus OfiConduit::Reply(void* reply, const core::Outbound& m,
                                    bool immediate) {
+  if (Interrupted()) return SendStatus::kOk;
   auto* handle = static_cast<ReplyHandle*>(reply);
   return (this->*send_am_)(handle->source, handle, m, immediate);
 }
@@ -884,13 +966,16 @@ bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
   PoliteSpinWait spin(polite_);
   for (;;) {
     ssize_t rc;
-    if (buffer == nullptr) {
-      rc = cq_data_ ? fi_injectdata(ep_[ep], msg, len, rank_, to)
-                    : fi_inject(ep_[ep], msg, len, to);
-    } else {
-      rc = cq_data_
-               ? fi_senddata(ep_[ep], msg, len, nullptr, rank_, to, &buffer->fi)
-               : fi_send(ep_[ep], msg, len, nullptr, to, &buffer->fi);
+    {
+      const InLibfabric in;
+      if (buffer == nullptr) {
+        rc = cq_data_ ? fi_injectdata(ep_[ep], msg, len, rank_, to)
+                      : fi_inject(ep_[ep], msg, len, to);
+      } else {
+        rc = cq_data_ ? fi_senddata(ep_[ep], msg, len, nullptr, rank_, to,
+                                    &buffer->fi)
+                      : fi_send(ep_[ep], msg, len, nullptr, to, &buffer->fi);
+      }
     }
     if (rc == 0) {
       if (buffer == nullptr) {
@@ -1007,6 +1092,7 @@ bool OfiConduit::PostWrite(Rank rank, const void* src, size_t len,
   msg.context = &op->fi;
   // Delivery completion: the completion means the data is at the target,
   // which is what `rc` (and a Long's handler) needs.
+  const InLibfabric in;
   const ssize_t rc = fi_writemsg(ep_[kRequestEp], &msg,
                                  flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
   if (rc == 0) return true;
@@ -1028,6 +1114,7 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
   msg.rma_iov = &rma;
   msg.rma_iov_count = 1;
   msg.context = &op->fi;
+  const InLibfabric in;
   const ssize_t rc = fi_readmsg(ep_[kRequestEp], &msg, FI_COMPLETION);
   if (rc == 0) return true;
   if (!NotYet(rc, rank)) {
@@ -1064,6 +1151,10 @@ auto WaitFor(Get get, bool immediate, bool polite, Progress progress)
 
 bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  if (Interrupted()) {
+    FatalError(
+        "ofi conduit: RMA from a signal handler that interrupted libfabric");
+  }
   const RemoteSegment& s = CheckRemote("Put", rank, dest, len);
   if (len == 0) {
     if (lc != nullptr) lc->Complete();
@@ -1147,6 +1238,10 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
+  if (Interrupted()) {
+    FatalError(
+        "ofi conduit: RMA from a signal handler that interrupted libfabric");
+  }
   const RemoteSegment& s = CheckRemote("Get", rank, src, len);
   if (len == 0) {
     rc.Complete();

@@ -85,6 +85,8 @@ class OfiConduit final : public core::Conduit {
 
   const char* name() const override { return "ofi"; }
   core::Capabilities capabilities() const override;
+  // Puts the fatal signals back to the exit layer (see the .cc).
+  void StartUp(int* argc, char*** argv) override;
   absl::Status Init(const core::InitArgs& args) override;
   size_t MaxMedium() const override { return settings_.max_medium; }
   size_t MaxLong() const override;
@@ -159,6 +161,10 @@ class OfiConduit final : public core::Conduit {
   // moving meanwhile.
   void Flush();
 
+  // Whether this call comes from a signal handler that interrupted a
+  // libfabric call on this thread (then it must not call libfabric).
+  bool Interrupted();
+
   // One round of a wait: progress everything this wait may run.
   int Progress(bool replies_only);
 
@@ -231,6 +237,8 @@ class OfiConduit final : public core::Conduit {
   // Set by Flush: a peer that has closed may refuse what is still going
   // to it, and nothing waits for it any more.
   std::atomic<bool> finishing_{false};
+  // A signal handler found libfabric interrupted: Fini closes nothing.
+  std::atomic<bool> abandoned_{false};
   // (Unix nanoseconds; 0: none yet.)
   std::atomic<int64_t> connect_deadline_ns_{0};
 
