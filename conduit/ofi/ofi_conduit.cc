@@ -13,7 +13,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -38,6 +37,7 @@ namespace {
 constexpr uint8_t kFlagRequest = 0x04;
 constexpr uint8_t kFlagCreditsOnly = 0x08;  // hidden: credits, no handler
 constexpr uint8_t kFlagLongByRma = 0x10;    // the payload was written first
+constexpr uint8_t kFlagHello = 0x20;  // hidden, at Init: the pair is connected
 
 struct WireHeader {
   uint8_t flags;
@@ -73,6 +73,13 @@ constexpr int kPollBudget = 64;
 
 // How long a send keeps retrying a connection the provider could not make.
 constexpr absl::Duration kConnectRetryFor = absl::Seconds(60);
+
+// How long Fini waits for its last messages to leave, and then keeps
+// serving its peers' last messages.
+constexpr absl::Duration kFlushFor = absl::Milliseconds(500);
+constexpr absl::Duration kLingerFor = absl::Milliseconds(20);
+// How long Init waits for every off-supernode pair to connect.
+constexpr absl::Duration kConnectFor = absl::Seconds(60);
 
 // RMA chunks never exceed this (whatever the provider's maximum).
 constexpr size_t kMaxRmaChunk = size_t{1} << 30;
@@ -124,7 +131,7 @@ struct OfiConduit::TxContext {
   // libfabric's per-operation space (unused unless a provider asks; the
   // conduit accepts none of the context modes, but it costs nothing).
   fi_context2 fi;
-  enum Kind : uint8_t { kSend, kRma } kind;
+  enum Kind : uint8_t { kSend, kRma, kFlush } kind;
 };
 
 struct OfiConduit::SendBuffer : TxContext {
@@ -391,6 +398,11 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
     }
   }
 
+  for (auto& marks : unflushed_) {
+    marks.reset(new std::atomic<uint8_t>[size_]);
+    for (Rank r = 0; r < size_; ++r) marks[r].store(0);
+  }
+
   // Pools.
   const size_t message = max_message_;
   auto make_send = [message](int pool) {
@@ -438,7 +450,7 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   send_am_ = cq_data_ ? &OfiConduit::SendAm<true> : &OfiConduit::SendAm<false>;
   drain_rx_ =
       cq_data_ ? &OfiConduit::DrainRx<true> : &OfiConduit::DrainRx<false>;
-  return absl::OkStatus();
+  return Connect(*args.map);
 }
 
 absl::Status OfiConduit::OpenEndpoint(int e) {
@@ -522,27 +534,116 @@ void OfiConduit::RepostOrFatal(RxBuffer* b) {
   }
 }
 
+bool OfiConduit::SendMarkers(bool hello, absl::Time deadline,
+                             const std::vector<Rank>& peers) {
+  // One marker per endpoint (the provider may read it until the send
+  // completes): a credits-only message carrying no credits, shaped like
+  // its endpoint's traffic (a Request or a Reply).
+  TxContext marker_ctx{};
+  marker_ctx.kind = TxContext::kFlush;
+  unsigned char markers[kEndpoints][sizeof(WireHeader) + sizeof(uint32_t)] = {};
+  for (int e = 0; e < kEndpoints; ++e) {
+    WireHeader h{};
+    h.flags = kFlagCreditsOnly | (e == kRequestEp ? kFlagRequest : 0) |
+              (hello ? kFlagHello : 0);
+    std::memcpy(markers[e], &h, sizeof h);
+    const uint32_t source = rank_;
+    std::memcpy(markers[e] + sizeof h, &source, sizeof source);
+  }
+  const size_t marker_len =
+      cq_data_ ? sizeof(WireHeader) : sizeof(WireHeader) + sizeof(uint32_t);
+  PoliteSpinWait spin(polite_);
+  for (int e = 0; e < kEndpoints; ++e) {
+    for (Rank r : peers) {
+      if (!hello && unflushed_[e][r].load(std::memory_order_relaxed) == 0) {
+        continue;
+      }
+      iovec iov{markers[e], marker_len};
+      fi_msg msg{};
+      msg.msg_iov = &iov;
+      msg.iov_count = 1;
+      msg.addr = addresses_[2 * static_cast<size_t>(r) + e];
+      msg.context = &marker_ctx.fi;
+      msg.data = rank_;
+      const uint64_t flags = FI_COMPLETION | FI_TRANSMIT_COMPLETE |
+                             (cq_data_ ? FI_REMOTE_CQ_DATA : 0);
+      for (;;) {
+        ssize_t rc;
+        {
+          const InLibfabric in;
+          rc = fi_sendmsg(ep_[e], &msg, flags);
+        }
+        if (rc == 0) {
+          flush_pending_.fetch_add(1, std::memory_order_relaxed);
+          break;
+        }
+        if (!NotYet(rc, r) || absl::Now() > deadline) break;
+        if (Poll() == 0) spin.Pause();
+      }
+    }
+  }
+  while (flush_pending_.load(std::memory_order_acquire) > 0 &&
+         absl::Now() < deadline) {
+    if (Poll() == 0) spin.Pause();
+  }
+  return flush_pending_.load(std::memory_order_acquire) == 0;
+}
+
+absl::Status OfiConduit::Connect(const NodeMap& map) {
+  // Connection-based providers (tcp;ofi_rxm, sockets) connect a pair on
+  // its first message, and a manual-progress one moves that message only
+  // when this rank calls into libfabric again. A rank whose last barrier
+  // message waited for its connection and which then only copied to its
+  // supernode peers (direct RMA never polls the network) would hold up
+  // the barrier for everyone (the exit suite's rma case hung so). So every
+  // pair is connected here, each rank sending a hidden hello to each
+  // off-supernode peer on both endpoints and waiting for its peers'.
+  std::vector<Rank> peers;
+  for (Rank r = 0; r < size_; ++r) {
+    if (!map.SameSupernode(r, rank_)) peers.push_back(r);
+  }
+  if (peers.empty()) return absl::OkStatus();
+  const absl::Time deadline = absl::Now() + kConnectFor;
+  const bool sent = SendMarkers(/*hello=*/true, deadline, peers);
+  const uint64_t expected = kEndpoints * peers.size();
+  PoliteSpinWait spin(polite_);
+  while (hellos_received_.load(std::memory_order_relaxed) < expected &&
+         absl::Now() < deadline) {
+    if (Poll() == 0) spin.Pause();
+  }
+  if (!sent || hellos_received_.load() < expected) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "connecting to the %u off-supernode peers took longer than %s "
+        "(%u of %u hellos received)",
+        peers.size(), absl::FormatDuration(kConnectFor),
+        hellos_received_.load(), expected));
+  }
+  return absl::OkStatus();
+}
+
 void OfiConduit::Flush() {
   finishing_.store(true, std::memory_order_relaxed);
   // A message may still sit in the provider's queues when its send call
   // has returned (fi_inject's copy; a manual-progress provider sends on a
-  // later poll; udp;ofi_rxd resends until acknowledged), and closing the
-  // endpoint drops it: a peer still waiting for our last exit message
-  // would wait until the exit timeout. So nobody closes before everybody
-  // is here (the bootstrap's barrier: every rank has finished the exit
-  // protocol, so has received all it needs), and meanwhile a thread keeps
-  // this rank's network moving (this thread is blocked in the bootstrap,
-  // not in libfabric, so FI_THREAD_DOMAIN is respected).
-  std::atomic<bool> stop{false};
-  std::thread poller([this, &stop] {
-    PoliteSpinWait spin(/*polite=*/true);
-    while (!stop.load(std::memory_order_acquire)) {
-      if (Poll() == 0) spin.Pause();
-    }
-  });
-  bootstrap_->Barrier();
-  stop.store(true, std::memory_order_release);
-  poller.join();
+  // later poll), and closing the endpoint drops it: a peer still waiting
+  // for our last exit message would wait until the exit timeout. So each
+  // peer we sent to gets a marker with a transmit completion; messages
+  // between two endpoints are ordered (FI_ORDER_SAS, required at Init),
+  // so once the markers complete, everything before them has left. The
+  // wait is bounded: a provider that completes a send only when the peer
+  // acknowledges it (udp;ofi_rxd) cannot finish it with a peer that has
+  // already gone, and not every rank of an exit reaches Fini (a rank that
+  // could not coordinate leaves without it), so no collective step is
+  // possible here. Afterwards the rank keeps polling a moment, so that
+  // peers still flushing get their acknowledgements.
+  std::vector<Rank> all(size_);
+  for (Rank r = 0; r < size_; ++r) all[r] = r;
+  SendMarkers(/*hello=*/false, absl::Now() + kFlushFor, all);
+  const absl::Time linger = absl::Now() + kLingerFor;
+  PoliteSpinWait spin(polite_);
+  while (absl::Now() < linger) {
+    if (Poll() == 0) spin.Pause();
+  }
 }
 
 void OfiConduit::Fini() {
@@ -649,6 +750,10 @@ int OfiConduit::DrainTx(Endpoint ep, int budget) {
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
+  if (ctx->kind == TxContext::kFlush) {
+    flush_pending_.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
   if (ctx->kind == TxContext::kSend) {
     auto* b = static_cast<SendBuffer*>(ctx);
     (b->pool == kEndpoints ? *bbuf_pool_ : *send_pool_[b->pool]).Put(b);
@@ -751,7 +856,12 @@ void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
         rank_, len, source, h.flags, h.nargs);
   }
   if (h.credits != 0) credits_->Grant(source, h.credits);
-  if ((h.flags & kFlagCreditsOnly) != 0) return;
+  if ((h.flags & kFlagCreditsOnly) != 0) {
+    if ((h.flags & kFlagHello) != 0) {
+      hellos_received_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return;
+  }
 
   uint64_t long_dest = 0;
   if (is_long) {
@@ -980,6 +1090,10 @@ bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
     if (rc == 0) {
       if (buffer == nullptr) {
         counters_.injected.fetch_add(1, std::memory_order_relaxed);
+      }
+      std::atomic<uint8_t>& mark = unflushed_[ep][dest];
+      if (mark.load(std::memory_order_relaxed) == 0) {
+        mark.store(1, std::memory_order_relaxed);
       }
       return true;
     }

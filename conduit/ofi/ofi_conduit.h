@@ -57,6 +57,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "am/credits.h"
 #include "conduit/ofi/provider.h"
 #include "conduit/ofi/settings.h"
@@ -157,9 +158,16 @@ class OfiConduit final : public core::Conduit {
   int DrainTx(Endpoint ep, int budget);
   void Complete(TxContext* ctx);
 
-  // At Fini, before closing: waits for every rank, keeping the network
-  // moving meanwhile.
+  // At Fini, before closing: waits (bounded) until what this rank sent
+  // has left.
   void Flush();
+  // At Init: connects every off-supernode pair (hidden hellos).
+  absl::Status Connect(const NodeMap& map);
+  // Sends a hidden marker on both endpoints to each of `peers` (Flush:
+  // only those sent to) and waits for their transmit completions until
+  // `deadline`; true when all completed.
+  bool SendMarkers(bool hello, absl::Time deadline,
+                   const std::vector<Rank>& peers);
 
   // Whether this call comes from a signal handler that interrupted a
   // libfabric call on this thread (then it must not call libfabric).
@@ -234,6 +242,11 @@ class OfiConduit final : public core::Conduit {
   size_t segment_size_ = 0;
   std::atomic<uint64_t> rma_started_{0};
   // Set at the first connection refused: retries stop after it.
+  // Per endpoint, the peers this rank has sent to (Fini flushes those),
+  // and the flush markers not yet complete.
+  std::unique_ptr<std::atomic<uint8_t>[]> unflushed_[kEndpoints];
+  std::atomic<int> flush_pending_{0};
+  std::atomic<uint64_t> hellos_received_{0};
   // Set by Flush: a peer that has closed may refuse what is still going
   // to it, and nothing waits for it any more.
   std::atomic<bool> finishing_{false};

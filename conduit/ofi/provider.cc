@@ -82,6 +82,10 @@ InfoPtr MakeHints(const Requirements& r) {
   hints->caps = FI_MSG | FI_RMA;
   if (r.multi_recv) hints->caps |= FI_MULTI_RECV;
   hints->mode = kAcceptedModes;
+  // Messages between two endpoints arrive in order: Fini's flush relies
+  // on it (and the exit protocol's messages on each pair).
+  hints->tx_attr->msg_order = FI_ORDER_SAS;
+  hints->rx_attr->msg_order = FI_ORDER_SAS;
   hints->domain_attr->mr_mode = kAcceptedMrModes;
   hints->domain_attr->threading =
       r.thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
@@ -111,6 +115,11 @@ absl::Status CheckProvider(const fi_info& info, const Requirements& r) {
     return absl::FailedPreconditionError(
         "lacks FI_MULTI_RECV (GASNET_OFI_RECEIVE_BUFF_SIZE=recv runs "
         "without it)");
+  }
+  if (info.tx_attr == nullptr ||
+      (info.tx_attr->msg_order & FI_ORDER_SAS) == 0) {
+    return absl::FailedPreconditionError(
+        "lacks FI_ORDER_SAS (messages between two endpoints in order)");
   }
   if (const uint64_t extra = info.mode & ~kAcceptedModes; extra != 0) {
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -20,6 +20,7 @@ InfoPtr Good() {
   i->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
   i->domain_attr->threading = FI_THREAD_DOMAIN;
   i->domain_attr->mr_key_size = 8;
+  i->tx_attr->msg_order = FI_ORDER_SAS;
   return i;
 }
 
@@ -66,6 +67,12 @@ TEST(CheckProviderTest, NamesEachMissingCapability) {
   i = Good();
   i->ep_attr->type = FI_EP_MSG;
   EXPECT_EQ(Refusal(*i), "has no FI_EP_RDM endpoint");
+}
+
+TEST(CheckProviderTest, NeedsOrderedSends) {
+  InfoPtr i = Good();
+  i->tx_attr->msg_order = FI_ORDER_RAW;
+  EXPECT_NE(Refusal(*i).find("lacks FI_ORDER_SAS"), std::string::npos);
 }
 
 TEST(CheckProviderTest, ParNeedsThreadSafe) {
