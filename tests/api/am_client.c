@@ -70,18 +70,23 @@
  *              so that each segment end has one writer).
  *              Each prints "rank R: <mode> ok requests=Q replies=P".
  *   immediate  (at least 2 ranks; run with a small
- *              GASNET_PSHMNET_QUEUE_DEPTH) Each rank in turn is the target:
- *              it announces in its own segment that it is spinning and then
- *              spins on its segment WITHOUT polling, while every other rank
- *              sends it IMMEDIATE 2-argument Short requests until one
- *              returns non-zero (within a bound), checks that IMMEDIATE
- *              Medium and Long requests and an IMMEDIATE Prepare are refused
- *              too, writes how many it sent into the target's segment
- *              (through its cross-mapped address from
- *              gex_EP_QueryBoundSegmentNB) and counts itself done. The
- *              target then polls until every message has arrived, each once
- *              and in order. Prints "rank S: immediate to rank T: sent=K"
- *              for every pair, then "rank R: immediate ok received=Q". */
+ *              GASNET_PSHMNET_QUEUE_DEPTH) A full PSHM queue, so between
+ *              ranks of one supernode (neighbourhood) only: each rank in
+ *              turn is the target: it announces in its own segment that it
+ *              is spinning and then spins on its segment WITHOUT polling,
+ *              while every other rank of its neighbourhood sends it
+ *              IMMEDIATE 2-argument Short requests until one returns
+ *              non-zero (within a bound), checks that IMMEDIATE Medium and
+ *              Long requests and an IMMEDIATE Prepare are refused too,
+ *              writes how many it sent into the target's segment (through
+ *              its cross-mapped address from gex_EP_QueryBoundSegmentNB)
+ *              and counts itself done; ranks outside the neighbourhood send
+ *              nothing. The target then polls until every message has
+ *              arrived, each once and in order, and nothing from outside.
+ *              Prints "rank S: immediate to rank T: sent=K" for every pair
+ *              of one neighbourhood, then
+ *              "rank R: immediate ok received=Q senders=P" (P: the other
+ *              ranks of its neighbourhood). */
 #include <gasnetex.h>
 #include <sched.h>
 #include <stdint.h>
@@ -1395,10 +1400,9 @@ typedef struct {
 
 static uint64_t *g_imm_received; /* from each sender */
 
+/* A rank of this one's neighbourhood (its segment mapped here). */
 static ImmControl *ControlOf(gex_Rank_t r) {
-  CHECK(g_local[r] != NULL,
-        "immediate: rank %u's segment is not mapped here (the mode needs "
-        "the whole job in one supernode)",
+  CHECK(g_local[r] != NULL, "immediate: rank %u's segment is not mapped here",
         r);
   return (ImmControl *)g_local[r];
 }
@@ -1458,6 +1462,7 @@ static uint64_t FillQueue(gex_Rank_t target) {
 static void ModeImmediate(void) {
   gex_AM_Entry_t entries[3];
   uint64_t total = 0;
+  gex_Rank_t senders = 0;
   gex_Rank_t target;
   gex_Rank_t s;
   int cat;
@@ -1472,6 +1477,8 @@ static void ModeImmediate(void) {
     MakeEntry(&entries[cat], 2, cat, kRequest, 0);
   }
   Register(entries, kCategories);
+  /* The senders to this rank: the rest of its neighbourhood. */
+  for (s = 0; s < g_n; ++s) senders += s != g_me && g_local[s] != NULL;
   Barrier();
 
   for (target = 0; target < g_n; ++target) {
@@ -1480,12 +1487,14 @@ static void ModeImmediate(void) {
       ImmControl *const c = ControlOf(g_me);
       /* From here until every sender is done: no GASNet call at all. */
       __atomic_store_n(&c->spinning, 1, __ATOMIC_RELEASE);
-      while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) < g_n - 1) {
+      while (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) < senders) {
         sched_yield();
       }
       for (s = 0; s < g_n; ++s) {
         const uint64_t sent =
-            s == g_me ? 0 : __atomic_load_n(&c->sent[s], __ATOMIC_ACQUIRE);
+            s == g_me || g_local[s] == NULL
+                ? 0
+                : __atomic_load_n(&c->sent[s], __ATOMIC_ACQUIRE);
         POLL_UNTIL(g_imm_received[s] >= sent);
         CHECK(g_imm_received[s] == sent,
               "received %" PRIu64
@@ -1494,7 +1503,7 @@ static void ModeImmediate(void) {
               g_imm_received[s], s, sent);
         total += sent;
       }
-    } else {
+    } else if (g_local[target] != NULL) {
       ImmControl *const c = ControlOf(target);
       uint64_t sent;
       while (__atomic_load_n(&c->spinning, __ATOMIC_ACQUIRE) == 0) {
@@ -1511,16 +1520,17 @@ static void ModeImmediate(void) {
   gasnet_AMPoll();
   Barrier();
   for (s = 0; s < g_n; ++s) {
-    const uint64_t sent = s == g_me ? 0
-                                    : __atomic_load_n(&ControlOf(g_me)->sent[s],
-                                                      __ATOMIC_ACQUIRE);
+    const uint64_t sent =
+        s == g_me || g_local[s] == NULL
+            ? 0
+            : __atomic_load_n(&ControlOf(g_me)->sent[s], __ATOMIC_ACQUIRE);
     CHECK(g_imm_received[s] == sent,
           "received %" PRIu64
           " from %u, it sent "
           "%" PRIu64 " (a duplicate arrived late?)",
           g_imm_received[s], s, sent);
   }
-  Say("immediate ok received=%" PRIu64, total);
+  Say("immediate ok received=%" PRIu64 " senders=%u", total, senders);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -82,20 +82,22 @@ INSTANTIATE_TEST_SUITE_P(
                              std::get<1>(info.param));
     });
 
-// IMMEDIATE under a full queue: every sender fills its queue to a target
-// that does not poll; the queue holds exactly GASNET_PSHMNET_QUEUE_DEPTH
-// messages (8 by default), the next IMMEDIATE send is refused, and
-// everything accepted arrives once the target polls.
+// IMMEDIATE under a full queue: every sender fills its PSHM queue to a
+// target of its supernode that does not poll; the queue holds exactly
+// GASNET_PSHMNET_QUEUE_DEPTH messages (8 by default), the next IMMEDIATE send
+// is refused, and everything accepted arrives once the target polls. Only
+// pairs of ranks in one supernode have such a queue: the others send nothing
+// (and nothing from them may arrive).
 class ImmediateJobTest : public ::testing::TestWithParam<std::tuple<int, int>> {
 };
 
 TEST_P(ImmediateJobTest, RefusedWhenFullAndEverythingAcceptedArrives) {
   const auto& [depth, n] = GetParam();
-  if (SpansSupernodes(n)) {
+  if (SupernodeMaxSize() == 1) {
     GTEST_SKIP() << Layout(n)
                  << ": the case counts what a full PSHM queue of "
-                    "GASNET_PSHMNET_QUEUE_DEPTH holds, and am_client's "
-                    "immediate mode signals through cross-mapped segments";
+                    "GASNET_PSHMNET_QUEUE_DEPTH holds, and no two ranks "
+                    "share a supernode (a PSHM queue)";
   }
   std::vector<std::string> env;
   if (depth != 8) {
@@ -103,17 +105,28 @@ TEST_P(ImmediateJobTest, RefusedWhenFullAndEverythingAcceptedArrives) {
   }
   const JobResult r = RunApiJob("am_client", n, {"immediate"}, env);
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "immediate ok")) {
-    EXPECT_EQ(Field(line, "received"), static_cast<long long>(depth) * (n - 1))
+    int senders = 0;
+    for (int from = 0; from < n; ++from) {
+      senders += from != rank && SameSupernode(n, from, rank) ? 1 : 0;
+    }
+    EXPECT_EQ(Field(line, "senders"), senders) << line;
+    EXPECT_EQ(Field(line, "received"), static_cast<long long>(depth) * senders)
         << line;
   }
   for (int from = 0; from < n; ++from) {
     for (int to = 0; to < n; ++to) {
       if (from == to) continue;
-      EXPECT_NE(
-          r.out.find(absl::StrFormat("rank %d: immediate to rank %d: sent=%d\n",
-                                     from, to, depth)),
-          std::string::npos)
-          << "rank " << from << " to rank " << to << Describe(r);
+      const std::string pair =
+          absl::StrFormat("rank %d: immediate to rank %d: ", from, to);
+      if (SameSupernode(n, from, to)) {
+        EXPECT_NE(r.out.find(absl::StrFormat("%ssent=%d\n", pair, depth)),
+                  std::string::npos)
+            << "rank " << from << " to rank " << to << Describe(r);
+      } else {
+        EXPECT_EQ(r.out.find(pair), std::string::npos)
+            << "rank " << from << " sent to rank " << to
+            << " outside its supernode" << Describe(r);
+      }
     }
   }
 }

@@ -59,6 +59,24 @@ std::string Layout(int n) {
       (n + SupernodeMaxSize() - 1) / std::max(SupernodeMaxSize(), 1));
 }
 
+namespace {
+
+int SupernodeOf(int n, int rank) {
+  const int max = SupernodeMaxSize();
+  if (max == 0 || n <= max) return 0;
+  const int count = (n + max - 1) / max;
+  const int base = n / count;
+  const int larger = n % count;  // supernodes of base + 1 ranks, first
+  if (rank < larger * (base + 1)) return rank / (base + 1);
+  return larger + (rank - larger * (base + 1)) / base;
+}
+
+}  // namespace
+
+bool SameSupernode(int n, int a, int b) {
+  return SupernodeOf(n, a) == SupernodeOf(n, b);
+}
+
 JobResult RunApiJob(const std::string& client, int n,
                     const std::vector<std::string>& args,
                     const std::vector<std::string>& env) {

@@ -46,6 +46,13 @@ bool SpansSupernodes(int n);
 // supernodes", for skip messages.
 std::string Layout(int n);
 
+// Whether ranks `a` and `b` of a job of `n` ranks of this instance (on one
+// host) share a supernode, i.e. map each other's segments. The host's ranks
+// form the fewest supernodes of at most GASNET_SUPERNODE_MAXSIZE ranks,
+// sizes as equal as possible (larger first), each a consecutive run
+// (bootstrap/node_map.h).
+bool SameSupernode(int n, int a, int b);
+
 // The command, exit code and output, for failure messages.
 std::string Describe(const JobResult& r);
 

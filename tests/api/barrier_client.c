@@ -1,14 +1,19 @@
-/* barrier_client: one rank of a barrier job on the smp conduit (SEQ),
- * started by gasnetrun_smp from barrier_job_test. Written in C11 against
+/* barrier_client: one rank of a barrier job over any conduit (SEQ),
+ * started by its launcher from barrier_job_test. Written in C11 against
  * <gasnet.h> (the legacy barrier) and <gasnetex.h>. A failed check ends the
  * job with exit code 1 ("rank R: CHECK FAILED ..."); a rank that passed
  * prints "rank R: <mode> ok barriers=B".
  *
- * Barriers that must synchronize are checked to: every rank adds 1 to a
- * counter in rank 0's segment (through its cross-mapped address) just before
- * entering barrier number b (counting from 0) and reads it right after
- * leaving; the value must be at least n*(b+1) (everyone arrived) and at most
- * n*(b+2) (nobody got further than the next barrier).
+ * Barriers that must synchronize are checked to, with Active Messages,
+ * whatever the job's layout: just before entering barrier number b
+ * (counting from 0) every rank sends a Short Request carrying b to every
+ * rank (itself too) and waits for all n replies, so that each rank has
+ * counted its arrival at b (in the request handler) before it enters. Right
+ * after leaving barrier b a rank checks, without polling again, that it has
+ * counted all n arrivals at b (each sender saw this rank's reply before it
+ * entered, so none is still on its way: fewer means the barrier let this
+ * rank through before everyone arrived) and none at b + 2 (nobody got
+ * further than the next barrier).
  *
  *   legacy    gasnet_barrier_notify/wait and gasnet_barrier: named with
  *             several ids (0, -1, INT_MAX, INT_MIN, ...), anonymous (ids
@@ -17,9 +22,9 @@
  *             rest are anonymous; all GASNET_OK, and gasnet_barrier_result
  *             gives GASNET_OK with the id for a named barrier and non-OK for
  *             an all-anonymous one. gasnet_barrier_try returns
- *             GASNET_ERR_NOT_READY while rank 0 has not notified (it waits,
- *             outside GASNet, until every other rank has seen that), then
- *             GASNET_OK.
+ *             GASNET_ERR_NOT_READY while rank 0 has not notified (it polls,
+ *             without notifying, until every other rank has told it with a
+ *             Short Request that it saw that), then GASNET_OK.
  *   mismatch  For each rank j in turn: j names a different id (split-phase
  *             and gasnet_barrier), j passes GASNET_BARRIERFLAG_MISMATCH
  *             (both forms), and with 3+ ranks j and its successor name two
@@ -43,24 +48,67 @@
 
 #include "tests/api/client_check.h"
 
+/* Handler indices. */
+enum { kArriveRequest = 200, kArriveReply = 201, kStarted = 202 };
+/* Checked barriers per job, at most. */
+enum { kMaxBarriers = 1024 };
+
 static gex_TM_t g_tm;
 static gex_Rank_t g_me;
 static gex_Rank_t g_n;
-static uint64_t *g_counter; /* in rank 0's segment, mapped here */
-static uint64_t *g_started; /* likewise: ranks that started barrier `b` */
 static uint64_t g_barriers; /* barriers checked so far */
+/* Arrivals counted here at barrier b (each rank's request for b). */
+static volatile uint32_t g_arrived[kMaxBarriers + 2];
+static volatile uint64_t g_replies; /* to this rank's arrival requests */
+static volatile uint64_t g_started; /* rank 0: "started" requests received */
 
-/* Call before entering a synchronizing barrier. */
-static void Arrive(void) { __atomic_fetch_add(g_counter, 1, __ATOMIC_SEQ_CST); }
+/* A rank (this one too) is about to enter barrier a0. */
+static void ArriveRequest(gex_Token_t token, gex_AM_Arg_t a0) {
+  const uint32_t b = (uint32_t)a0;
+  CHECK(b < kMaxBarriers, "an arrival at barrier %u", b);
+  g_arrived[b] = g_arrived[b] + 1;
+  gex_AM_ReplyShort0(token, kArriveReply, 0);
+}
 
-/* Call after leaving it. */
+static void ArriveReply(gex_Token_t token) {
+  (void)token;
+  g_replies = g_replies + 1;
+}
+
+static void StartedRequest(gex_Token_t token) {
+  (void)token;
+  g_started = g_started + 1;
+}
+
+/* Call before entering a synchronizing barrier: when it returns, every rank
+ * has counted this rank's arrival. */
+static void Arrive(void) {
+  CHECK(g_barriers < kMaxBarriers, "more than %d checked barriers",
+        kMaxBarriers);
+  const uint64_t want = g_replies + g_n;
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    CHECK(gex_AM_RequestShort1(g_tm, r, kArriveRequest, 0,
+                               (gex_AM_Arg_t)g_barriers) == GASNET_OK,
+          "arrival request to rank %u", r);
+  }
+  GASNET_BLOCKUNTIL(g_replies == want);
+}
+
+/* Call right after leaving it (before any other GASNet call). */
 static void Left(const char *what) {
-  const uint64_t seen = __atomic_load_n(g_counter, __ATOMIC_SEQ_CST);
-  const uint64_t least = (uint64_t)g_n * (g_barriers + 1);
-  CHECK(seen >= least && seen <= least + g_n,
-        "%s (barrier %" PRIu64 "): counter %" PRIu64 ", expected %" PRIu64
-        "..%" PRIu64 ": the barrier let a rank through early",
-        what, g_barriers, seen, least, least + g_n);
+  const uint64_t b = g_barriers;
+  const uint32_t here = g_arrived[b];
+  const uint32_t later = g_arrived[b + 2];
+  CHECK(here == g_n,
+        "%s (barrier %" PRIu64
+        "): %u of %u ranks had arrived when this rank "
+        "left it: the barrier let it through early",
+        what, b, here, g_n);
+  CHECK(later == 0,
+        "%s (barrier %" PRIu64
+        "): %u ranks had already arrived at barrier "
+        "%" PRIu64 ": a rank got past the next barrier",
+        what, b, later, b + 2);
   ++g_barriers;
 }
 
@@ -109,17 +157,15 @@ static void ExpectResult(int named, int id, const char *what) {
   }
 }
 
-/* Rank 0 waits, outside GASNet, until every other rank has started the
- * current barrier and seen it not complete. */
+/* Rank 0, before it starts the current barrier, polls until every other
+ * rank has started it and seen it not complete (SayStarted). */
 static void WaitForOthersToStart(uint64_t round) {
-  while (__atomic_load_n(g_started, __ATOMIC_ACQUIRE) <
-         (uint64_t)(g_n - 1) * round) {
-    sched_yield();
-  }
+  GASNET_BLOCKUNTIL(g_started >= (uint64_t)(g_n - 1) * round);
 }
 
 static void SayStarted(void) {
-  __atomic_fetch_add(g_started, 1, __ATOMIC_ACQ_REL);
+  CHECK(gex_AM_RequestShort0(g_tm, 0, kStarted, 0) == GASNET_OK,
+        "started request to rank 0");
 }
 
 static void ModeLegacy(void) {
@@ -288,7 +334,6 @@ int main(int argc, char **argv) {
   gex_EP_t ep;
   gex_Segment_t seg;
   const char *mode;
-  void *rank0 = NULL;
   int rc = gex_Client_Init(&client, &ep, &g_tm, "barrier_client", &argc, &argv,
                            GEX_FLAG_USES_GASNET1);
   CHECK(rc == GASNET_OK, "gex_Client_Init returned %d", rc);
@@ -297,15 +342,17 @@ int main(int argc, char **argv) {
   check_rank = (int)g_me;
   CHECK(argc == 2, "usage: barrier_client legacy|mismatch|nb|nb-overlap");
   mode = argv[1];
+  gex_AM_Entry_t entries[3] = {
+      {kArriveRequest, (gex_AM_Fn_t)ArriveRequest,
+       GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 1, NULL, "arrive"},
+      {kArriveReply, (gex_AM_Fn_t)ArriveReply,
+       GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0, NULL, "arrival counted"},
+      {kStarted, (gex_AM_Fn_t)StartedRequest,
+       GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, NULL, "started"}};
+  rc = gex_EP_RegisterHandlers(ep, entries, 3);
+  CHECK(rc == GASNET_OK, "gex_EP_RegisterHandlers returned %d", rc);
   rc = gex_Segment_Attach(&seg, g_tm, 4096);
   CHECK(rc == GASNET_OK, "gex_Segment_Attach returned %d", rc);
-  if (g_me == 0) memset(gex_Segment_QueryAddr(seg), 0, 2 * sizeof(uint64_t));
-  CHECK(gex_EP_QueryBoundSegmentNB(g_tm, 0, NULL, &rank0, NULL, 0) ==
-                GEX_EVENT_INVALID &&
-            rank0 != NULL,
-        "rank 0's segment is not mapped here");
-  g_counter = (uint64_t *)rank0;
-  g_started = g_counter + 1;
   gex_Coll_BarrierBlocking(g_tm, 0);
 
   if (strcmp(mode, "legacy") == 0) {

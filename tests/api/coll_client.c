@@ -1,5 +1,5 @@
-/* coll_client: one rank of a collectives job on the smp conduit (SEQ),
- * started by gasnetrun_smp from coll_job_test. Written in C11 against
+/* coll_client: one rank of a collectives job over any conduit (SEQ),
+ * started by its launcher from coll_job_test. Written in C11 against
  * <gasnetex.h> only. A failed check ends the job with exit code 1
  * ("rank R: CHECK FAILED ..."); a rank that passed prints
  * "rank R: <mode> ok colls=C" (C: collectives this rank checked).
@@ -31,9 +31,9 @@
  *             order, by Wait, Test loops and WaitSome, with blocking
  *             barriers between rounds.
  *   early     ranks other than 0 start six collectives and tell rank 0
- *             (through its segment) before waiting; rank 0 polls until all
- *             have, so their data reaches it before its calls, then makes
- *             the same calls.
+ *             (with a Short Request) before waiting; rank 0 polls until
+ *             all have, so their data reaches it before its calls, then
+ *             makes the same calls.
  *   zero      nbytes 0 and dt_cnt 0 return GEX_EVENT_INVALID and touch
  *             nothing, then a real reduction still agrees.
  *
@@ -54,7 +54,6 @@
 static gex_Client_t g_client;
 static gex_EP_t g_ep;
 static gex_TM_t g_tm;
-static gex_Segment_t g_seg;
 static gex_Rank_t g_me;
 static gex_Rank_t g_n;
 static long g_colls; /* collectives checked */
@@ -887,16 +886,22 @@ static void Overlap(void) {
 /* ------------------------------------------------------------------------ */
 /* early */
 
+/* Index 202 (a Short Request to rank 0): its sender has started its
+ * collectives. */
+static volatile uint64_t g_early_started;
+static void EarlyStarted(gex_Token_t token) {
+  (void)token;
+  g_early_started = g_early_started + 1;
+}
+
 static void Early(void) {
-  enum { kSeg = 4096 };
-  CHECK(gex_Segment_Attach(&g_seg, g_tm, kSeg) == GASNET_OK, "attach");
-  void *owner;
-  void *local;
-  uintptr_t size;
-  gex_Event_Wait(gex_EP_QueryBoundSegmentNB(g_tm, 0, &owner, &local, &size, 0));
-  CHECK(local != NULL, "rank 0's segment is not mapped here");
-  uint64_t *started = (uint64_t *)local;
-  if (g_me == 0) __atomic_store_n(started, 0, __ATOMIC_RELAXED);
+  gex_AM_Entry_t entry = {202,
+                          (gex_AM_Fn_t)EarlyStarted,
+                          GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST,
+                          0,
+                          NULL,
+                          "early started"};
+  CHECK(gex_EP_RegisterHandlers(g_ep, &entry, 1) == GASNET_OK, "register");
   Barrier();
 
   const gex_Rank_t root = 1 % g_n;
@@ -920,8 +925,7 @@ static void Early(void) {
 
   if (g_me == 0) {
     /* Everyone else has started (and so sent what it could). */
-    GASNET_BLOCKUNTIL(__atomic_load_n(started, __ATOMIC_ACQUIRE) ==
-                      (uint64_t)(g_n - 1));
+    GASNET_BLOCKUNTIL(g_early_started == (uint64_t)(g_n - 1));
   }
   gex_Event_t evs[6];
   evs[0] = gex_Coll_BroadcastNB(g_tm, root, b1, s1, small, 0);
@@ -934,7 +938,10 @@ static void Early(void) {
                                   GEX_OP_USER_NC, Concat, NULL, 0);
   evs[5] = gex_Coll_ReduceToOneNB(g_tm, root, xor_dst, xor_src, GEX_DT_U64, 8,
                                   cnt, GEX_OP_XOR, NULL, NULL, 0);
-  if (g_me != 0) __atomic_fetch_add(started, 1, __ATOMIC_RELEASE);
+  if (g_me != 0) {
+    CHECK(gex_AM_RequestShort0(g_tm, 0, 202, 0) == GASNET_OK,
+          "started request to rank 0");
+  }
   for (int e = 5; e >= 0; --e) gex_Event_Wait(evs[e]);
 
   CheckBcast(b1, root, small, "early BroadcastNB");

@@ -42,12 +42,6 @@ class CollJobTest
 TEST_P(CollJobTest, EveryRankGetsTheRightResult) {
   if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
   const auto& [mode, n] = GetParam();
-  if (mode == "early" && SpansSupernodes(n)) {
-    GTEST_SKIP() << Layout(n)
-                 << ": coll_client's early mode holds the root back with a "
-                    "flag in rank 0's segment, read through its cross-mapped "
-                    "address, which only ranks of rank 0's supernode have";
-  }
   const JobResult r = RunApiJob("coll_client", n, {mode});
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
     EXPECT_EQ(Field(line, "colls"), ExpectedColls(mode, n)) << line;

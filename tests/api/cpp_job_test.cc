@@ -1,9 +1,11 @@
 // The C++ API (<gex/gex.hpp>) over any conduit (api_tests.bzl), end to end:
 // jobs of cpp_client (SEQ) and cpp_par_client (PAR) started by the conduit's
-// launcher at 1, 2, 4 and 8 ranks, each both ways: on the direct path and with
-// GEX_RMA_FORCE_AM=1 (every Put and Get over the Active Message engine, so
+// launcher at 1, 2, 4 and 8 ranks, each both ways: on the default path (direct
+// copies to peers in this rank's supernode, the conduit to the others) and
+// with GEX_RMA_FORCE_AM=1 (every Put and Get over the Active Message engine, so
 // NB calls return real events). The clients check every byte and the guard
-// bytes around it, local completion, the Events each path returns and every
+// bytes around it (through the API where the peer is not mapped), local
+// completion, the Events each path returns and every
 // way of syncing them, and typed Active Messages with 0..16 arguments; see
 // cpp_client.cc's header for the modes.
 //
@@ -25,20 +27,12 @@
 namespace gexrt::testing {
 namespace {
 
-// Why the jobs of more than one supernode skip.
-constexpr char kNeedsMappedPeers[] =
-    ": the clients check every Put and Get through the peer's segment as "
-    "mapped here (gex_EP_QueryBoundSegmentNB's local address, which ranks "
-    "outside this rank's supernode do not have) and expect the direct "
-    "path's GEX_EVENT_INVALID from every NB call";
-
 class CppJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 
 TEST_P(CppJobTest, EveryByteArrivesAndEveryEventCompletes) {
   if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
   const auto& [mode, n, force_am] = GetParam();
-  if (SpansSupernodes(n)) GTEST_SKIP() << Layout(n) << kNeedsMappedPeers;
   const JobResult r = RunApiJob("cpp_client", n, {mode}, ForceAmEnv(force_am));
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
     if (mode == "forms") {
@@ -46,9 +40,14 @@ TEST_P(CppJobTest, EveryByteArrivesAndEveryEventCompletes) {
       EXPECT_EQ(Field(line, "puts"), 12 * 2 * 8) << line;
       EXPECT_EQ(Field(line, "gets"), 12 * 2 * 4) << line;
     } else if (mode == "events") {
-      // 30 rounds (3 x 10 orders) of 12; real events only on the AM path.
+      // 30 rounds (3 x 10 orders) of 12, each 6 puts to the next rank and
+      // 6 gets from the previous one: real events for every one on the AM
+      // path, else for those to peers outside this rank's supernode.
       EXPECT_EQ(Field(line, "ops"), 30 * 12) << line;
-      EXPECT_EQ(Field(line, "real"), force_am ? 30 * 12 : 0) << line;
+      const int remote = (SameSupernode(n, rank, (rank + 1) % n) ? 0 : 1) +
+                         (SameSupernode(n, rank, (rank + n - 1) % n) ? 0 : 1);
+      EXPECT_EQ(Field(line, "real"), force_am ? 30 * 12 : 30 * 6 * remote)
+          << line;
     } else if (mode == "nbi") {
       // 6 rounds x (12 outside + 12 region + 36 two regions + 12 closed by
       // its destructor).
@@ -79,7 +78,6 @@ class CppParJobTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(CppParJobTest, ThreadsWithTheirOwnEventsAndRegions) {
   const auto& [n, force_am] = GetParam();
-  if (SpansSupernodes(n)) GTEST_SKIP() << Layout(n) << kNeedsMappedPeers;
   std::vector<std::string> env = ForceAmEnv(force_am);
   const std::string tsan_dir = MakeTempDir("tsan");
   for (std::string& v : TsanEnv(tsan_dir)) env.push_back(std::move(v));

@@ -1,5 +1,5 @@
 // cpp_par_client: one rank of a multi-threaded job over the C++ API
-// (<gex/gex.hpp>) on the smp conduit in PAR mode, started by gasnetrun_smp
+// (<gex/gex.hpp>) over any conduit in PAR mode, started by its launcher
 // from cpp_job_test (also under --config=tsan, which judges
 // ThreadSanitizer's reports).
 //
@@ -14,7 +14,9 @@
 //               must not hold it up, nor be synced by it), blocking put/get
 //               and the value forms, and a typed Short request whose reply
 //               carries the thread and round back; every destination is
-//               checked. A fifth thread only polls, so handlers and AM-path
+//               checked (a put's through the next rank's segment as mapped
+//               here, or, when it is not, read back with a blocking get). A
+//               fifth thread only polls, so handlers and AM-path
 //               completions run on threads other than the issuing one.
 //               Prints "rank R: par ok ops=K".
 #include <sched.h>
@@ -52,7 +54,7 @@ gex::Rank g_next;
 gex::Rank g_prev;
 Bytes* g_base;
 std::vector<Bytes*> g_owner;
-std::vector<Bytes*> g_local;
+std::vector<Bytes*> g_local;  // null: not mapped here
 std::atomic<bool> g_done{false};
 
 // Replies per thread, and handler checks that failed.
@@ -87,7 +89,7 @@ struct Slot {
 
 class Worker {
  public:
-  explicit Worker(int t) : t_(t), heap_(kThreadArea) {}
+  explicit Worker(int t) : t_(t), heap_(kThreadArea), scratch_(kSlot) {}
 
   void Run(int rounds) {
     for (int round = 0; round < rounds; ++round) {
@@ -117,7 +119,16 @@ class Worker {
     for (size_t k = 0; k < s.n; ++k) s.local[k] = Pattern(seed, k);
   }
   void CheckPut(const Slot& s, uint32_t seed, const char* what) {
-    const Bytes* view = g_local[g_next] + kInOff + s.remote;
+    const Bytes* view = nullptr;
+    if (g_local[g_next] != nullptr) {
+      view = g_local[g_next] + kInOff + s.remote;
+    } else {
+      std::memset(scratch_.data(), 0xCC, s.n);
+      CHECK(gex::get(g_tm, std::span<Bytes>(scratch_.data(), s.n), g_next,
+                     PutDest(s)),
+            "thread %d %s put read back", t_, what);
+      view = scratch_.data();
+    }
     for (size_t k = 0; k < s.n; ++k) {
       CHECK(view[k] == Pattern(seed, k), "thread %d %s put byte %zu", t_, what,
             k);
@@ -253,6 +264,7 @@ class Worker {
 
   int t_;
   std::vector<Bytes> heap_;
+  std::vector<Bytes> scratch_;  // a put's destination, read back
   long ops_ = 0;
 };
 
@@ -276,6 +288,8 @@ int main(int argc, char** argv) {
   g_local.resize(g_n);
   for (gex::Rank r = 0; r < g_n; ++r) {
     const gex::BoundSegment b = g_tm.bound_segment(r);
+    CHECK(b.owner_addr != nullptr && b.size >= kSegSize, "rank %u's segment",
+          r);
     g_owner[r] = static_cast<Bytes*>(b.owner_addr);
     g_local[r] = static_cast<Bytes*>(b.local_addr);
   }

@@ -1,24 +1,31 @@
-/* rma_client: one rank of an RMA job over the GASNet-EX C API on the smp
- * conduit (SEQ mode), started by gasnetrun_smp from rma_job_test. Written in
+/* rma_client: one rank of an RMA job over the GASNet-EX C API on any
+ * conduit (SEQ mode), started by its launcher from rma_job_test. Written in
  * C11 against <gasnetex.h> only. Every check is a CHECK (a failure prints
  * "rank R: CHECK FAILED ..." and ends the job with exit code 1); a rank that
  * passes every check of its mode prints "rank R: <mode> ok ..." before the
  * closing barrier and gasnet_exit(0).
  *
- * Run with GEX_RMA_FORCE_AM=1 every operation goes over Active Messages;
- * the client reads the variable too and checks what that implies: without
- * it every NB call returns GEX_EVENT_INVALID (the peer is mapped here, the
- * copy is done on return); with it every NB call of nbytes > 0 returns a
- * real event.
+ * A peer's segment is mapped here when the peer is in this rank's supernode
+ * (gex_EP_QueryBoundSegmentNB gives its local address; NULL for the others,
+ * which a network conduit reaches). An operation on a mapped peer is a
+ * direct copy: its NB call returns GEX_EVENT_INVALID, the copy done on
+ * return. Run with GEX_RMA_FORCE_AM=1 every operation goes over Active
+ * Messages; the client reads the variable too. With it, or to a peer not
+ * mapped here (the conduit's RDMA or Active Messages), every NB call of
+ * nbytes > 0 returns a real event; the client checks each call for the
+ * event its peer and path imply.
  *
  * Each rank's segment has three areas of 4 MiB + 4 pages: IN (written only
  * by the previous rank's Puts), SRC (filled with a pattern of its owner's
  * before the first barrier, read by Gets) and LOCAL (this rank's in-segment
  * local buffers); a heap buffer of the same size is the out-of-segment local
  * buffer. Puts go to the next rank, Gets come from the previous one (rank 0
- * alone: itself). Results are checked through the peer's segment as mapped
- * here (gex_EP_QueryBoundSegmentNB), with a guard byte on each side of every
- * destination that must not change.
+ * alone: itself). A Put's destination is set to 0xEE between two guard
+ * bytes before the Put and checked after it is synced, guards included:
+ * through the peer's segment as mapped here when it is, else through the
+ * API (a blocking Put of the guards and fill before, a blocking Get of the
+ * range and its guards after; Gets are checked on their own against SRC's
+ * known pattern).
  *
  *   forms    Every Put form (Blocking; NB with lc_opt NOW, DEFER, an event
  *            pointer; NBI with NOW, DEFER, GROUP) and Get form (Blocking, NB,
@@ -28,7 +35,8 @@
  *            completion is promised (NOW on return; the leaf event; GEX_EC_LC
  *            for GROUP) the source is overwritten before the operation is
  *            synced, and the destination must still hold the original bytes.
- *            Also IMMEDIATE forms (never refused on the direct path).
+ *            Also IMMEDIATE forms (never refused on the direct path; may be
+ *            refused otherwise, then retried without).
  *            Prints "rank R: forms ok puts=P gets=G".
  *   events   Rounds of 12 NB operations (Puts and Gets, both buffer kinds)
  *            synced in different orders: WaitAll, WaitSome until done,
@@ -36,7 +44,9 @@
  *            stride order, and local-completion leaves (via the lc_opt
  *            pointer and gex_Event_QueryLeaf) waited first in reverse, the
  *            sources overwritten, then the roots. Prints
- *            "rank R: events ok ops=K real=E" (E: events that were objects).
+ *            "rank R: events ok ops=K real=E" (E: events that were objects:
+ *            every operation's on the AM path, else those to peers not
+ *            mapped here).
  *   nbi      NBI Puts and Gets outside regions synced with
  *            gex_NBI_Wait(GEX_EC_PUT) then (GEX_EC_GET), (GEX_EC_ALL), a
  *            gex_NBI_Test loop, and GEX_EC_LC before overwriting GROUP
@@ -97,9 +107,11 @@ static gex_Rank_t g_next; /* Puts go here */
 static gex_Rank_t g_prev; /* Gets come from here */
 static int g_forced;      /* GEX_RMA_FORCE_AM=1 */
 static unsigned char *g_base;
-static unsigned char **g_owner; /* each rank's segment, as it sees it */
-static unsigned char **g_local; /* each rank's segment, mapped here */
-static unsigned char *g_heap;   /* out-of-segment local buffer, kArea */
+static unsigned char **g_owner;  /* each rank's segment, as it sees it */
+static unsigned char **g_local;  /* each rank's segment, mapped here, or
+                                    NULL (not in this rank's supernode) */
+static unsigned char *g_heap;    /* out-of-segment local buffer, kArea */
+static unsigned char *g_scratch; /* kArea + 2: a peer's bytes, staged */
 
 static unsigned char Pattern(uint32_t seed, size_t i) {
   return (unsigned char)(seed * 151u + i * 7u + (i >> 9) * 13u + 1u);
@@ -131,15 +143,55 @@ static void CheckGuards(const unsigned char *p, size_t n, const char *what) {
 
 static void Barrier(void) { gex_Coll_BarrierBlocking(g_tm, 0); }
 
-/* An NB call's event: INVALID on the direct path or for 0 bytes, a real
- * event on the AM path. */
-static void CheckNbEvent(gex_Event_t ev, size_t n, const char *what) {
+/* Whether rank r's segment is mapped here. */
+static int Mapped(gex_Rank_t r) { return g_local[r] != NULL; }
+
+/* Whether operations on rank r are direct copies (done on return). */
+static int DirectTo(gex_Rank_t r) { return !g_forced && Mapped(r); }
+
+/* Sets [roff, +n) of the next rank's IN area to 0xEE between guard bytes
+ * (SetGuards): through its mapping here, or with a blocking Put of the
+ * n + 2 bytes. */
+static void PrepareIn(size_t roff, size_t n) {
+  if (Mapped(g_next)) {
+    unsigned char *view = g_local[g_next] + kInOff + roff;
+    SetGuards(view, n);
+    memset(view, 0xEE, n);
+    return;
+  }
+  g_scratch[0] = 0xA5;
+  memset(g_scratch + 1, 0xEE, n);
+  g_scratch[n + 1] = 0x5A;
+  CHECK(gex_RMA_PutBlocking(g_tm, g_next, g_owner[g_next] + kInOff + roff - 1,
+                            g_scratch, n + 2, 0) == 0,
+        "preparing rank %u's [%zu, +%zu)", g_next, roff, n);
+}
+
+/* [roff, +n) of the next rank's IN area as it is now, with a guard byte on
+ * each side (CheckGuards): its mapping here, or a copy fetched with a
+ * blocking Get (valid until the next PrepareIn or ReadIn). */
+static const unsigned char *ReadIn(size_t roff, size_t n) {
+  if (Mapped(g_next)) return g_local[g_next] + kInOff + roff;
+  memset(g_scratch, 0xCC, n + 2);
+  CHECK(gex_RMA_GetBlocking(g_tm, g_scratch, g_next,
+                            g_owner[g_next] + kInOff + roff - 1, n + 2, 0) == 0,
+        "reading back rank %u's [%zu, +%zu)", g_next, roff, n);
+  return g_scratch + 1;
+}
+
+/* An NB call's event for `n` bytes with `peer`: INVALID for a direct copy
+ * or 0 bytes, else (the AM path, or the conduit for a peer not mapped
+ * here) a real event. */
+static void CheckNbEvent(gex_Event_t ev, size_t n, gex_Rank_t peer,
+                         const char *what) {
   CHECK(ev != GEX_EVENT_NO_OP, "%s: GEX_EVENT_NO_OP without IMMEDIATE", what);
-  if (!g_forced || n == 0) {
+  if (DirectTo(peer) || n == 0) {
     CHECK(ev == GEX_EVENT_INVALID, "%s: a direct copy returned an event", what);
   } else {
     CHECK(ev != GEX_EVENT_INVALID,
-          "%s: an AM-path operation returned GEX_EVENT_INVALID", what);
+          "%s: an operation that was not a direct copy (%s) returned "
+          "GEX_EVENT_INVALID",
+          what, g_forced ? "GEX_RMA_FORCE_AM=1" : "peer not mapped here");
   }
 }
 
@@ -176,12 +228,17 @@ static void Start(int *argc, char ***argv) {
     gex_Event_t ev =
         gex_EP_QueryBoundSegmentNB(g_tm, r, &owner, &local, &size, 0);
     gex_Event_Wait(ev);
-    CHECK(local != NULL && size >= kSegSize, "rank %u's segment", r);
+    CHECK(owner != NULL && size >= kSegSize,
+          "rank %u's segment: owner=%p size=%zu", r, owner, (size_t)size);
+    CHECK(r != g_me || (owner == g_base && local == g_base),
+          "my own segment: owner=%p local=%p, attached at %p", owner, local,
+          (void *)g_base);
     g_owner[r] = (unsigned char *)owner;
     g_local[r] = (unsigned char *)local;
   }
   g_heap = (unsigned char *)malloc(kArea);
-  CHECK(g_heap != NULL, "malloc");
+  g_scratch = (unsigned char *)malloc(kArea + 2);
+  CHECK(g_heap != NULL && g_scratch != NULL, "malloc");
   Fill(g_base + kSrcOff, kArea, 1000 + g_me, 0);
   Barrier();
 }
@@ -232,10 +289,8 @@ static void PutCase(int form, int in_segment, size_t n, unsigned seq) {
       (in_segment ? g_base + kLocalOff : g_heap) + LocalOffset(seq);
   const uint32_t seed = seq * 31u + (uint32_t)form;
   Fill(src, n, seed, 0);
-  unsigned char *view = g_local[g_next] + kInOff + roff;
   void *dest = g_owner[g_next] + kInOff + roff;
-  SetGuards(view, n);
-  memset(view, 0xEE, n);
+  PrepareIn(roff, n);
   gex_Event_t ev = GEX_EVENT_INVALID;
   gex_Event_t lc = GEX_EVENT_NO_OP;
   switch (form) {
@@ -245,18 +300,18 @@ static void PutCase(int form, int in_segment, size_t n, unsigned seq) {
       break;
     case kPutNbNow:
       ev = gex_RMA_PutNB(g_tm, g_next, dest, src, n, GEX_EVENT_NOW, 0);
-      CheckNbEvent(ev, n, what);
+      CheckNbEvent(ev, n, g_next, what);
       memset(src, 0x11, n); /* locally complete on return */
       Sync(ev, seq);
       break;
     case kPutNbDefer:
       ev = gex_RMA_PutNB(g_tm, g_next, dest, src, n, GEX_EVENT_DEFER, 0);
-      CheckNbEvent(ev, n, what);
+      CheckNbEvent(ev, n, g_next, what);
       Sync(ev, seq);
       break;
     case kPutNbLeaf:
       ev = gex_RMA_PutNB(g_tm, g_next, dest, src, n, &lc, 0);
-      CheckNbEvent(ev, n, what);
+      CheckNbEvent(ev, n, g_next, what);
       CHECK(lc != GEX_EVENT_NO_OP, "%s: lc_opt not written", what);
       if (ev == GEX_EVENT_INVALID) {
         CHECK(lc == GEX_EVENT_INVALID, "%s: a leaf of a completed put", what);
@@ -294,15 +349,16 @@ static void PutCase(int form, int in_segment, size_t n, unsigned seq) {
       ev = gex_RMA_PutNB(g_tm, g_next, dest, src, n, GEX_EVENT_DEFER,
                          GEX_FLAG_IMMEDIATE);
       if (ev == GEX_EVENT_NO_OP) {
-        CHECK(g_forced, "%s: the direct path refused IMMEDIATE", what);
+        CHECK(!DirectTo(g_next), "%s: the direct path refused IMMEDIATE", what);
         ev = gex_RMA_PutNB(g_tm, g_next, dest, src, n, GEX_EVENT_DEFER, 0);
       }
-      CheckNbEvent(ev, n, what);
+      CheckNbEvent(ev, n, g_next, what);
       Sync(ev, seq);
       break;
   }
-  Verify(view, n, seed, 0, what);
-  CheckGuards(view, n, what);
+  const unsigned char *got = ReadIn(roff, n);
+  Verify(got, n, seed, 0, what);
+  CheckGuards(got, n, what);
 }
 
 enum GetForm { kGetBlocking, kGetNb, kGetNbi, kGetImmediate, kGetForms };
@@ -326,7 +382,7 @@ static void GetCase(int form, int in_segment, size_t n, unsigned seq) {
       break;
     case kGetNb:
       ev = gex_RMA_GetNB(g_tm, dst, g_prev, src, n, 0);
-      CheckNbEvent(ev, n, what);
+      CheckNbEvent(ev, n, g_prev, what);
       Sync(ev, seq);
       break;
     case kGetNbi:
@@ -340,7 +396,7 @@ static void GetCase(int form, int in_segment, size_t n, unsigned seq) {
     case kGetImmediate:
       if (gex_RMA_GetBlocking(g_tm, dst, g_prev, src, n, GEX_FLAG_IMMEDIATE) !=
           0) {
-        CHECK(g_forced, "%s: the direct path refused IMMEDIATE", what);
+        CHECK(!DirectTo(g_prev), "%s: the direct path refused IMMEDIATE", what);
         CHECK(gex_RMA_GetBlocking(g_tm, dst, g_prev, src, n, 0) == 0, "%s",
               what);
       }
@@ -382,7 +438,6 @@ typedef struct {
   int is_put;
   size_t n;
   unsigned char *local; /* put source / get destination */
-  unsigned char *view;  /* put destination as mapped here */
   size_t roff;
   uint32_t seed;
 } Op;
@@ -404,8 +459,7 @@ static void IssueOps(Op *ops, gex_Event_t *evs, gex_Event_t *leaves,
     leaves[i] = GEX_EVENT_INVALID;
     if (op->is_put) {
       Fill(op->local, op->n, op->seed, 0);
-      op->view = g_local[g_next] + kInOff + op->roff;
-      SetGuards(op->view, op->n);
+      PrepareIn(op->roff, op->n);
       evs[i] = gex_RMA_PutNB(g_tm, g_next, g_owner[g_next] + kInOff + op->roff,
                              op->local, op->n,
                              i % 3 == 0 ? &leaves[i] : GEX_EVENT_DEFER, 0);
@@ -415,7 +469,8 @@ static void IssueOps(Op *ops, gex_Event_t *evs, gex_Event_t *leaves,
       evs[i] = gex_RMA_GetNB(g_tm, op->local, g_prev,
                              g_owner[g_prev] + kSrcOff + op->roff, op->n, 0);
     }
-    CheckNbEvent(evs[i], op->n, op->is_put ? "events PutNB" : "events GetNB");
+    CheckNbEvent(evs[i], op->n, op->is_put ? g_next : g_prev,
+                 op->is_put ? "events PutNB" : "events GetNB");
     if (evs[i] != GEX_EVENT_INVALID) ++g_real_events;
   }
 }
@@ -424,8 +479,9 @@ static void CheckOps(const Op *ops) {
   for (int i = 0; i < kOps; ++i) {
     const Op *op = &ops[i];
     if (op->is_put) {
-      Verify(op->view, op->n, op->seed, 0, "events put");
-      CheckGuards(op->view, op->n, "events put");
+      const unsigned char *got = ReadIn(op->roff, op->n);
+      Verify(got, op->n, op->seed, 0, "events put");
+      CheckGuards(got, op->n, "events put");
     } else {
       Verify(op->local, op->n, 1000 + g_prev, op->roff, "events get");
       CheckGuards(op->local, op->n, "events get");
@@ -527,8 +583,7 @@ static void IssueNbi(Op *ops, unsigned round, gex_Event_t *lc, int only_gets,
     op->seed = round * 89u + (uint32_t)i + 5000;
     if (op->is_put) {
       Fill(op->local, op->n, op->seed, 0);
-      op->view = g_local[g_next] + kInOff + op->roff;
-      SetGuards(op->view, op->n);
+      PrepareIn(op->roff, op->n);
       CHECK(gex_RMA_PutNBI(g_tm, g_next, g_owner[g_next] + kInOff + op->roff,
                            op->local, op->n, lc, 0) == 0,
             "PutNBI");
@@ -548,12 +603,18 @@ static void ClobberPutSources(const Op *ops) {
   }
 }
 
-static void CheckRegionEvent(gex_Event_t ev) {
-  if (!g_forced) {
+/* A region's event: INVALID when every operation in it was a direct copy;
+ * a real event when they went over Active Messages to peers mapped here
+ * (whose replies wait for this rank to poll, which nothing in the region
+ * does); either for operations the conduit carries to peers not mapped
+ * here, which may all have completed by the time the region ends. */
+static void CheckRegionEvent(gex_Event_t ev, int puts) {
+  const int mapped = Mapped(g_prev) && (!puts || Mapped(g_next));
+  CHECK(ev != GEX_EVENT_NO_OP, "a region gave GEX_EVENT_NO_OP");
+  if (!g_forced && mapped) {
     CHECK(ev == GEX_EVENT_INVALID, "a region of direct copies gave an event");
-  } else {
-    CHECK(ev != GEX_EVENT_INVALID && ev != GEX_EVENT_NO_OP,
-          "an AM-path region gave no event");
+  } else if (mapped) {
+    CHECK(ev != GEX_EVENT_INVALID, "an AM-path region gave no event");
   }
 }
 
@@ -568,8 +629,10 @@ static void Nbi(void) {
         IssueNbi(ops, round, GEX_EVENT_DEFER, 0, 0);
         gex_NBI_Wait(GEX_EC_PUT, 0);
         for (int i = 0; i < kOps; ++i) {
-          if (ops[i].is_put)
-            Verify(ops[i].view, ops[i].n, ops[i].seed, 0, "nbi put");
+          if (ops[i].is_put) {
+            Verify(ReadIn(ops[i].roff, ops[i].n), ops[i].n, ops[i].seed, 0,
+                   "nbi put");
+          }
         }
         gex_NBI_Wait(GEX_EC_GET, 0);
         break;
@@ -602,7 +665,7 @@ static void Nbi(void) {
     CHECK(gex_NBI_Test(GEX_EC_ALL, 0) == GASNET_OK,
           "gex_NBI_Test saw operations of an access region");
     gex_Event_t ev = gex_NBI_EndAccessRegion(0);
-    CheckRegionEvent(ev);
+    CheckRegionEvent(ev, 1);
     gex_Event_t leaf = gex_Event_QueryLeaf(ev, GEX_EC_LC);
     CHECK(leaf == gex_Event_QueryLeaf(ev, GEX_EC_LC), "QueryLeaf differs");
     gex_Event_Wait(leaf);
@@ -621,7 +684,7 @@ static void Nbi(void) {
     gex_NBI_BeginAccessRegion(0);
     IssueNbi(ops, round + 300, GEX_EVENT_DEFER, 0, 0);
     gex_Event_t first = gex_NBI_EndAccessRegion(0);
-    CheckRegionEvent(first);
+    CheckRegionEvent(first, 1);
     /* The second region's buffers: past both sets of slots. */
     Op later[kOps];
     gex_NBI_BeginAccessRegion(0);
@@ -638,7 +701,7 @@ static void Nbi(void) {
             "GetNBI");
     }
     gex_Event_t second = gex_NBI_EndAccessRegion(0);
-    CheckRegionEvent(second);
+    CheckRegionEvent(second, 0);
     gex_Event_Wait(second);
     gex_Event_t both[2] = {first, GEX_EVENT_INVALID};
     gex_Event_WaitAll(both, 2, 0);
@@ -672,16 +735,14 @@ static void Values(void) {
                                     (gex_RMA_Value_t)(n * 0x0101 + form);
       const size_t roff =
           1 + n * 16 + (size_t)form * 200 + (n % 2) * (kPage - 24);
-      unsigned char *view = g_local[g_next] + kInOff + roff;
       void *dest = g_owner[g_next] + kInOff + roff;
-      SetGuards(view, n);
-      memset(view, 0xEE, n);
+      PrepareIn(roff, n);
       if (form == 0) {
         CHECK(gex_RMA_PutBlockingVal(g_tm, g_next, dest, value, n, 0) == 0,
               "PutBlockingVal");
       } else if (form == 1) {
         gex_Event_t ev = gex_RMA_PutNBVal(g_tm, g_next, dest, value, n, 0);
-        CheckNbEvent(ev, n, "PutNBVal");
+        CheckNbEvent(ev, n, g_next, "PutNBVal");
         gex_Event_Wait(ev);
       } else {
         CHECK(gex_RMA_PutNBIVal(g_tm, g_next, dest, value, n, 0) == 0,
@@ -689,6 +750,7 @@ static void Values(void) {
         gex_NBI_Wait(GEX_EC_PUT, 0);
       }
       /* An n-byte unsigned integer in memory, little-endian here. */
+      const unsigned char *view = ReadIn(roff, n);
       for (size_t i = 0; i < n; ++i) {
         CHECK(view[i] == (unsigned char)(value >> (8 * i)),
               "Val form %d n=%zu byte %zu is 0x%02x", form, n, i, view[i]);

@@ -1,6 +1,6 @@
-// rma_par_client: one rank of a multi-threaded RMA job on the smp conduit in
-// PAR mode (built against //conduit/smp:gasnet_smp_par), started by
-// gasnetrun_smp from rma_job_test (also under --config=tsan, which judges
+// rma_par_client: one rank of a multi-threaded RMA job over any conduit in
+// PAR mode (built against the conduit's PAR library), started by its
+// launcher from rma_job_test (also under --config=tsan, which judges
 // ThreadSanitizer's reports). C++, -Wall -Wextra -Wpedantic -Werror.
 //
 //   par ROUNDS  4 threads per rank, each with its own slice of every
@@ -11,7 +11,9 @@
 //               outside regions synced with gex_NBI_Wait by category (each
 //               thread's counters are its own: another thread's pending
 //               operations must not hold it up, nor be synced by it), and
-//               blocking Puts and Gets; every destination is checked. A
+//               blocking Puts and Gets; every destination is checked (a
+//               Put's through the next rank's segment as mapped here, or,
+//               when it is not, read back with a blocking Get). A
 //               fifth thread only polls. Replies (on the AM path) are run by
 //               whichever thread polls, so completions cross threads.
 //               Prints "rank R: par ok ops=K".
@@ -48,7 +50,7 @@ gex_Rank_t g_next;
 gex_Rank_t g_prev;
 unsigned char* g_base;
 std::vector<unsigned char*> g_owner;
-std::vector<unsigned char*> g_local;
+std::vector<unsigned char*> g_local;  // null: not mapped here
 std::atomic<bool> g_done{false};
 
 unsigned char Pattern(uint32_t seed, size_t i) {
@@ -63,7 +65,7 @@ struct Slot {
 
 class Worker {
  public:
-  explicit Worker(int t) : t_(t), heap_(kThreadArea) {}
+  explicit Worker(int t) : t_(t), heap_(kThreadArea), scratch_(kSlot) {}
 
   void Run(int rounds) {
     for (int round = 0; round < rounds; ++round) {
@@ -92,7 +94,16 @@ class Worker {
     for (size_t k = 0; k < s.n; ++k) s.local[k] = Pattern(seed, k);
   }
   void CheckPut(const Slot& s, uint32_t seed, const char* what) {
-    const unsigned char* view = g_local[g_next] + kInOff + s.remote;
+    const unsigned char* view = nullptr;
+    if (g_local[g_next] != nullptr) {
+      view = g_local[g_next] + kInOff + s.remote;
+    } else {
+      std::memset(scratch_.data(), 0xCC, s.n);
+      CHECK(gex_RMA_GetBlocking(g_tm, scratch_.data(), g_next, PutDest(s), s.n,
+                                0) == 0,
+            "thread %d %s put read back", t_, what);
+      view = scratch_.data();
+    }
     for (size_t k = 0; k < s.n; ++k) {
       CHECK(view[k] == Pattern(seed, k), "thread %d %s put byte %zu", t_, what,
             k);
@@ -223,6 +234,7 @@ class Worker {
 
   int t_;
   std::vector<unsigned char> heap_;
+  std::vector<unsigned char> scratch_;  // a Put's destination, read back
   long ops_ = 0;
 };
 
@@ -250,8 +262,10 @@ int main(int argc, char** argv) {
   for (gex_Rank_t r = 0; r < g_n; ++r) {
     void* owner;
     void* local;
+    uintptr_t size;
     gex_Event_Wait(
-        gex_EP_QueryBoundSegmentNB(g_tm, r, &owner, &local, nullptr, 0));
+        gex_EP_QueryBoundSegmentNB(g_tm, r, &owner, &local, &size, 0));
+    CHECK(owner != nullptr && size >= kSegSize, "rank %u's segment", r);
     g_owner[r] = static_cast<unsigned char*>(owner);
     g_local[r] = static_cast<unsigned char*>(local);
   }
