@@ -6,9 +6,12 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -20,6 +23,7 @@
 #include "am/vocabulary.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "base/host_id.h"
 #include "base/spin_wait.h"
 #include "exit/graceful_exit.h"
 
@@ -233,12 +237,15 @@ namespace {
 
 // libfabric links the psm provider's PSM library (libinfinipath), whose
 // constructor installs handlers for the fatal and ending signals at load,
-// before main: they print their own backtrace and exit 1. The exit layer
-// leaves handlers a client installed alone, so a crash would lose its
-// report and its exit code (128 + signal). Handlers that live in that
-// library are reset to the default before the exit layer installs its
-// own; anything else (the client's) is left as it is.
-void DropPsmSignalHandlers() {
+// before main: they print their own backtrace and exit 1. The shm
+// provider installs its own when it opens an endpoint (to remove its
+// regions, then die of the signal). The exit layer leaves handlers a
+// client installed alone, so a crash or the launcher's SIGTERM would lose
+// the graceful exit, its report and its exit code (128 + signal).
+// Handlers that live in those libraries are reset to the default before
+// the exit layer installs its own (the launcher removes shm's regions:
+// they are named after the job); anything else (the client's) is left.
+void DropLibrarySignalHandlers() {
   static constexpr int kSignals[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
                                      SIGSYS,  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   for (int sig : kSignals) {
@@ -254,7 +261,8 @@ void DropPsmSignalHandlers() {
     Dl_info where;
     if (dladdr(fn, &where) == 0 || where.dli_fname == nullptr) continue;
     if (std::strstr(where.dli_fname, "libinfinipath") != nullptr ||
-        std::strstr(where.dli_fname, "libpsm") != nullptr) {
+        std::strstr(where.dli_fname, "libpsm") != nullptr ||
+        std::strstr(where.dli_fname, "libfabric") != nullptr) {
       signal(sig, SIG_DFL);
     }
   }
@@ -265,7 +273,7 @@ void DropPsmSignalHandlers() {
 void OfiConduit::StartUp(int* argc, char*** argv) {
   (void)argc;
   (void)argv;
-  DropPsmSignalHandlers();
+  DropLibrarySignalHandlers();
 }
 
 absl::Status OfiConduit::Init(const core::InitArgs& args) {
@@ -450,6 +458,7 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   send_am_ = cq_data_ ? &OfiConduit::SendAm<true> : &OfiConduit::SendAm<false>;
   drain_rx_ =
       cq_data_ ? &OfiConduit::DrainRx<true> : &OfiConduit::DrainRx<false>;
+  DropLibrarySignalHandlers();
   return Connect(*args.map);
 }
 
@@ -472,7 +481,38 @@ absl::Status OfiConduit::OpenEndpoint(int e) {
         absl::StrFormat("fi_cq_open (receive; GASNET_OFI_RX_CQ_SIZE=%u): %s",
                         settings_.rx_cq_size, FiError(rc)));
   }
-  if (int rc = fi_endpoint(domain_, info_.get(), &ep_[e], nullptr); rc != 0) {
+  // shm names an endpoint after the process id ("fi_shm://<pid>") in
+  // /dev/shm, which processes in different pid namespaces on one host
+  // (containers, sandboxed test runs) share: two of them with the same pid
+  // collided (fi_enable: EBUSY). Each endpoint gets a name of its own.
+  InfoPtr named;
+  const fi_info* info = info_.get();
+  if (info_->addr_format == FI_ADDR_STR && info_->src_addr != nullptr &&
+      std::strncmp(static_cast<const char*>(info_->src_addr), "fi_shm://", 9) ==
+          0) {
+    named.reset(fi_dupinfo(info_.get()));
+    // Under our launcher the name carries the job's PSHM prefix, so the
+    // launcher's clean-up removes what a killed rank's endpoint left in
+    // /dev/shm, as it does for PSHM's own objects.
+    std::string job;
+    if (const char* id = std::getenv("GEX_JOB_ID"); id != nullptr) {
+      for (const char* p = id; *p != '\0'; ++p) {
+        if (std::isalnum(static_cast<unsigned char>(*p))) job.push_back(*p);
+      }
+    }
+    const std::string name =
+        job.empty()
+            ? absl::StrFormat("fi_shm://gex%016x_%d_%u_%d", HostId(), getpid(),
+                              rank_, e)
+            : absl::StrFormat("fi_shm://GASNT%s.ofi%u_%d", job, rank_, e);
+    std::free(named->src_addr);
+    named->src_addr = strdup(name.c_str());
+    named->src_addrlen = name.size() + 1;
+    info = named.get();
+  }
+  if (int rc =
+          fi_endpoint(domain_, const_cast<fi_info*>(info), &ep_[e], nullptr);
+      rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_endpoint: %s", FiError(rc)));
   }
   int rc = fi_ep_bind(ep_[e], &av_->fid, 0);
@@ -651,6 +691,13 @@ void OfiConduit::Fini() {
   // be held, so nothing is closed (the process is about to end anyway).
   if (Interrupted() || abandoned_.load(std::memory_order_relaxed)) return;
   if (ep_[kRequestEp] != nullptr && !addresses_.empty()) Flush();
+  closed_.store(true, std::memory_order_release);
+  // In PAR mode other threads may still be inside the conduit (sending,
+  // polling) while one thread ends the job; closing under them would
+  // crash them (GASNet's ofi conduit has that bug, 4267). The process is
+  // about to end: the endpoints stay open, later calls do nothing, and
+  // the launcher removes what shm left in /dev/shm (named after the job).
+  if (thread_safe_) return;
   for (int e = 0; e < kEndpoints; ++e) {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
     ep_[e] = nullptr;
@@ -690,6 +737,7 @@ OfiStats OfiConduit::stats() const {
 // Progress.
 
 bool OfiConduit::Interrupted() {
+  if (closed_.load(std::memory_order_relaxed)) return true;
   if (!tl_in_libfabric) return false;
   abandoned_.store(true, std::memory_order_relaxed);
   return true;
@@ -798,6 +846,12 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
     if (n < 0) {
       fi_cq_err_entry err{};
       if (n == -FI_EAVAIL && fi_cq_readerr(rx_cq_[ep], &err, 0) > 0) {
+        if (finishing_.load(std::memory_order_relaxed) ||
+            err.err == FI_ECANCELED) {
+          // Receives cancelled as the job ends (a peer or this rank
+          // closing): nothing waits for them.
+          break;
+        }
         FatalErrorF("ofi conduit: rank %u: a receive failed: %s (%s)", rank_,
                     fi_strerror(err.err),
                     fi_cq_strerror(rx_cq_[ep], err.prov_errno, err.err_data,
@@ -1265,6 +1319,12 @@ auto WaitFor(Get get, bool immediate, bool polite, Progress progress)
 
 bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  if (closed_.load(std::memory_order_relaxed)) {
+    // Another thread is ending the job: nothing moves any more.
+    if (lc != nullptr) lc->Complete();
+    rc.Complete();
+    return true;
+  }
   if (Interrupted()) {
     FatalError(
         "ofi conduit: RMA from a signal handler that interrupted libfabric");
@@ -1352,6 +1412,10 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
+  if (closed_.load(std::memory_order_relaxed)) {
+    rc.Complete();
+    return true;
+  }
   if (Interrupted()) {
     FatalError(
         "ofi conduit: RMA from a signal handler that interrupted libfabric");

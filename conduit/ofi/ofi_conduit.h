@@ -250,6 +250,8 @@ class OfiConduit final : public core::Conduit {
   // Set by Flush: a peer that has closed may refuse what is still going
   // to it, and nothing waits for it any more.
   std::atomic<bool> finishing_{false};
+  // Fini has run: later calls (other PAR threads) do nothing.
+  std::atomic<bool> closed_{false};
   // A signal handler found libfabric interrupted: Fini closes nothing.
   std::atomic<bool> abandoned_{false};
   // (Unix nanoseconds; 0: none yet.)

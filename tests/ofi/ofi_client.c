@@ -3,6 +3,12 @@
  *
  *   hello        init, attach a segment, barrier, exit 0. Prints
  *                "rank R: hello ok".
+ *   ring         every rank Puts a pattern into the next rank's segment,
+ *                Gets it back from there, and sends the next rank a Medium
+ *                AM with its host name; each checks what it got (so every
+ *                pair of neighbours crosses the network when ranks are on
+ *                different hosts), then a barrier and a sum reduction.
+ *                Prints "rank R: ring ok host=H from=F sum=S".
  *   flood N      rank 0 sends N AM Medium Requests of 8 bytes to rank 1
  *                as fast as it may (no reply: the handler only counts);
  *                rank 1 waits until it has counted N, then every rank
@@ -12,11 +18,13 @@
  *
  * A failed check prints "rank R: CHECK FAILED ..." and exits 1.
  */
+#define _DEFAULT_SOURCE /* gethostname */
 #include <gasnetex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static gex_Rank_t g_rank;
 static volatile uint64_t g_count;
@@ -55,6 +63,18 @@ static void CountHandler(gex_Token_t token, void* buf, size_t nbytes) {
 }
 
 #define COUNT_HANDLER 200
+#define HOST_HANDLER 201
+
+static char g_from_host[256];
+static volatile int g_got_host;
+
+static void HostHandler(gex_Token_t token, void* buf, size_t nbytes) {
+  (void)token;
+  CHECK(nbytes > 0 && nbytes < sizeof g_from_host);
+  memcpy(g_from_host, buf, nbytes);
+  g_from_host[nbytes] = 0;
+  g_got_host = 1;
+}
 
 int main(int argc, char** argv) {
   gex_Client_t client;
@@ -70,11 +90,42 @@ int main(int argc, char** argv) {
         GASNET_OK);
   g_rank = gex_TM_QueryRank(tm);
   CHECK(gex_Segment_Attach(&segment, tm, 1 << 20) == GASNET_OK);
-  CHECK(gex_EP_RegisterHandlers(ep, entries, 1) == GASNET_OK);
+  CHECK(gex_EP_RegisterHandlers(ep, entries, 2) == GASNET_OK);
   gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
 
   if (strcmp(mode, "hello") == 0) {
     printf("rank %u: hello ok\n", (unsigned)g_rank);
+  } else if (strcmp(mode, "ring") == 0) {
+    const gex_Rank_t n = gex_TM_QuerySize(tm);
+    const gex_Rank_t next = (g_rank + 1) % n;
+    enum { kBytes = 64 * 1024 };
+    static unsigned char out[kBytes], back[kBytes];
+    void* base = NULL;
+    uintptr_t size = 0;
+    char host[256] = {0};
+    int64_t sum = 0;
+    gex_Event_Wait(gex_EP_QueryBoundSegmentNB(tm, next, &base, NULL, &size, 0));
+    CHECK(base != NULL && size >= kBytes);
+    for (size_t i = 0; i < kBytes; ++i) {
+      out[i] = (unsigned char)(i * 7 + g_rank);
+    }
+    CHECK(gex_RMA_PutBlocking(tm, next, base, out, kBytes, 0) == 0);
+    CHECK(gex_RMA_GetBlocking(tm, back, next, base, kBytes, 0) == 0);
+    CHECK(memcmp(out, back, kBytes) == 0);
+    CHECK(gethostname(host, sizeof host - 1) == 0);
+    gex_AM_RequestMedium0(tm, next, HOST_HANDLER, host, strlen(host),
+                          GEX_EVENT_NOW, 0);
+    GASNET_BLOCKUNTIL(g_got_host);
+    gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+    {
+      const int64_t mine = (int64_t)g_rank + 1;
+      gex_Event_Wait(gex_Coll_ReduceToAllNB(tm, &sum, &mine, GEX_DT_I64,
+                                            sizeof sum, 1, GEX_OP_ADD, NULL,
+                                            NULL, 0));
+    }
+    CHECK(sum == (int64_t)n * (n + 1) / 2);
+    printf("rank %u: ring ok host=%s from=%s sum=%lld\n", (unsigned)g_rank,
+           host, g_from_host, (long long)sum);
   } else if (strcmp(mode, "flood") == 0 && argc > 2) {
     const uint64_t n = strtoull(argv[2], NULL, 10);
     const long before = PeakRssKb();
