@@ -1194,7 +1194,7 @@ absl::Status OfiConduit::AttachSegment(void* base, size_t size) {
           "fi_mr_reg of the segment [%p, +%zu): %s", base, size, FiError(rc)));
     }
     if (mr_endpoint_) {
-      int rc = fi_mr_bind(segment_mr_, &ep_[kRequestEp]->fid, 0);
+      int rc = fi_mr_bind(segment_mr_, &ep_[kRmaEp]->fid, 0);
       if (rc == 0) rc = fi_mr_enable(segment_mr_);
       if (rc != 0) {
         return absl::InternalError(absl::StrFormat(
@@ -1254,14 +1254,14 @@ bool OfiConduit::PostWrite(Rank rank, const void* src, size_t len,
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
   msg.iov_count = 1;
-  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRequestEp];
+  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRmaEp];
   msg.rma_iov = &rma;
   msg.rma_iov_count = 1;
   msg.context = &op->fi;
   // Delivery completion: the completion means the data is at the target,
   // which is what `rc` (and a Long's handler) needs.
   const InLibfabric in;
-  const ssize_t rc = fi_writemsg(ep_[kRequestEp], &msg,
+  const ssize_t rc = fi_writemsg(ep_[kRmaEp], &msg,
                                  flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
   if (rc == 0) return true;
   if (!NotYet(rc, rank)) {
@@ -1278,12 +1278,12 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
   msg.iov_count = 1;
-  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRequestEp];
+  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRmaEp];
   msg.rma_iov = &rma;
   msg.rma_iov_count = 1;
   msg.context = &op->fi;
   const InLibfabric in;
-  const ssize_t rc = fi_readmsg(ep_[kRequestEp], &msg, FI_COMPLETION);
+  const ssize_t rc = fi_readmsg(ep_[kRmaEp], &msg, FI_COMPLETION);
   if (rc == 0) return true;
   if (!NotYet(rc, rank)) {
     FatalErrorF(
@@ -1296,7 +1296,7 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
 void OfiConduit::MaybePollForRma() {
   const uint64_t n = rma_started_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n % static_cast<uint64_t>(settings_.rma_poll_freq) == 0) {
-    DrainTx(kRequestEp, kCqBatch);
+    DrainTx(kRmaEp, kCqBatch);
   }
 }
 

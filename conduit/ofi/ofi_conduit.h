@@ -3,8 +3,8 @@
 // limits).
 //
 // Endpoints. Each rank opens two RDM endpoints on one domain, sharing one
-// address vector: one receives Requests (and is the target of RMA), the
-// other receives Replies. A wait for room while sending a Reply (or while
+// address vector: one receives Requests, the other receives Replies and is
+// the target of RMA. A wait for room while sending a Reply (or while
 // a Request handler runs) polls only the reply endpoint, so a rank never
 // runs a Request handler inside another; a Request's wait polls both.
 // Each endpoint has its own transmit and receive completion queues (some
@@ -114,6 +114,12 @@ class OfiConduit final : public core::Conduit {
 
  private:
   enum Endpoint : int { kRequestEp = 0, kReplyEp = 1, kEndpoints = 2 };
+  // RMA goes between reply endpoints (and the segment is registered
+  // there): a manual-progress provider serves an incoming RMA only while
+  // the target polls that endpoint, and every wait polls the reply
+  // endpoint, while a Reply's wait does not poll the request endpoint (two
+  // ranks writing a Long Reply's payload to each other waited forever).
+  static constexpr Endpoint kRmaEp = kReplyEp;
 
   // A pool of fixed-size objects: a free list, grown on demand up to a
   // maximum; a mutex only in PAR mode.

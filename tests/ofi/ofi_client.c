@@ -81,9 +81,11 @@ int main(int argc, char** argv) {
   gex_EP_t ep;
   gex_TM_t tm;
   gex_Segment_t segment;
-  gex_AM_Entry_t entries[] = {{COUNT_HANDLER, (gex_AM_Fn_t)CountHandler,
-                               GEX_FLAG_AM_REQUEST | GEX_FLAG_AM_MEDIUM, 0,
-                               NULL, "count"}};
+  gex_AM_Entry_t entries[] = {
+      {COUNT_HANDLER, (gex_AM_Fn_t)CountHandler,
+       GEX_FLAG_AM_REQUEST | GEX_FLAG_AM_MEDIUM, 0, NULL, "count"},
+      {HOST_HANDLER, (gex_AM_Fn_t)HostHandler,
+       GEX_FLAG_AM_REQUEST | GEX_FLAG_AM_MEDIUM, 0, NULL, "host"}};
   const char* mode = argc > 1 ? argv[1] : "hello";
 
   CHECK(gex_Client_Init(&client, &ep, &tm, "ofi_client", &argc, &argv, 0) ==
