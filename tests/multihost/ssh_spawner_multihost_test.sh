@@ -3,16 +3,11 @@
 #
 #   ssh_spawner_multihost_test.sh GASNETRUN_SMP BOOTSTRAP_CLIENT NETNS_SSH
 #
-# Each host is a network namespace plus a UTS namespace with its own
-# hostname (gexhI-<run suffix>) and address (10.213.0.1I/24 on eth0), one end
-# of a veth pair whose other end is a port of a bridge that lives in a
-# namespace of its own; the machine's own network is never touched. A
-# holder process (`sleep infinity` under `unshare --uts` inside the netns)
-# keeps each UTS namespace alive. gasnetrun_smp runs inside host 0's
-# namespaces, like a login node, with GASNET_SSH_CMD=netns_ssh.sh, whose
-# host table (-F, passed in GASNET_SSH_OPTIONS) maps the labels gexh0..2 to
-# the namespaces. netns_ssh.sh logs "CALLER_HOSTNAME TARGET_LABEL" for each
-# call, which shows who started which agent (flat or tree fan-out).
+# The hosts (network + UTS namespaces on a private bridge, labels gexh0..2)
+# and how jobs reach them are described in netns_hosts.sh, which this
+# script sources. gasnetrun_smp runs inside host 0, like a login node, with
+# GASNET_SSH_CMD=netns_ssh.sh, which logs "CALLER_HOSTNAME TARGET_LABEL"
+# for each call: that shows who started which agent (flat or tree fan-out).
 #
 # Checks (each printed as PASS/FAIL; any FAIL makes the test fail):
 #   1 nodemap, flat fan-out, 6 ranks on 3 hosts
@@ -29,18 +24,13 @@
 # exit path (trap).
 set -u
 
-skip() {
-  echo "SKIPPED: $*"
-  exit 0
-}
-die() {
-  echo "FAIL: setup: $*"
-  exit 1
-}
+# The hosts, run_job and the checks' framework (see netns_hosts.sh).
+# shellcheck source=tests/multihost/netns_hosts.sh
+. "$(dirname "${BASH_SOURCE[0]}")/netns_hosts.sh" ||
+  { echo "FAIL: setup: cannot read netns_hosts.sh"; exit 1; }
 
 [ "$(id -u)" = 0 ] || skip "not root (network namespaces need root)"
 [ $# -eq 3 ] || die "usage: $0 GASNETRUN_SMP BOOTSTRAP_CLIENT NETNS_SSH"
-absolute() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 LAUNCHER=$(absolute "$1")
 CLIENT=$(absolute "$2")
 SSH=$(absolute "$3")
@@ -48,226 +38,7 @@ for f in "$LAUNCHER" "$CLIENT" "$SSH"; do
   [ -x "$f" ] || die "$f is not an executable file"
 done
 
-for tool in ip unshare nsenter timeout stat; do
-  command -v "$tool" >/dev/null || skip "no '$tool' command"
-done
-
-# Nothing from the caller's environment may steer the launcher.
-for v in $(compgen -e); do
-  case $v in GASNET_* | NETNS_SSH_*) unset "$v" ;; esac
-done
-
-SFX=$$-$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
-BRNS=gexbr-$SFX
-HOSTS=3
-LABEL=() NS=() HOSTNAME_OF=() ADDR=() HOLDER=()
-for ((i = 0; i < HOSTS; i++)); do
-  LABEL[i]=gexh$i
-  NS[i]=gexh$i-$SFX
-  HOSTNAME_OF[i]=gexh$i-$SFX
-  ADDR[i]=10.213.0.$((10 + i))
-done
-CREATED_NS=()
-JOB=
-WORK=$(mktemp -d "${TEST_TMPDIR:-/tmp}/multihost.XXXXXX") ||
-  die "cannot make a work directory"
-
-# Polls CONDITION (a command) until it succeeds, for at most 10 s.
-poll() {
-  local deadline=$((SECONDS + 10))
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.02
-  done
-}
-gone() { ! kill -0 "$1" 2>/dev/null; }
-
-# --- cleanup, on every exit path -------------------------------------------
-
-cleanup() {
-  trap - EXIT INT TERM HUP
-  if [ -n "$JOB" ]; then kill -TERM "$JOB" 2>/dev/null; fi
-  local ns p
-  # Whatever still runs in a host (a launcher, an agent, a rank) was
-  # started by this test: end it by pid, then the holders.
-  for ns in "${CREATED_NS[@]}"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-  done
-  for p in "${HOLDER[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  if [ -n "$JOB" ]; then wait "$JOB" 2>/dev/null; fi
-  for p in "${HOLDER[@]}"; do
-    poll gone "$p" || echo "cleanup: holder $p did not exit"
-  done
-  # Deleting a namespace destroys its links (veth pairs, the bridge).
-  for ns in "${CREATED_NS[@]}"; do
-    ip netns del "$ns" 2>/dev/null || echo "cleanup: could not delete netns $ns"
-  done
-  local left
-  left=$(ip netns list 2>/dev/null | grep -F -- "-$SFX")
-  if [ -n "$left" ]; then
-    echo "cleanup: namespaces left behind: $left"
-  else
-    echo "cleanup: removed ${#CREATED_NS[@]} namespaces and their links"
-  fi
-  rm -rf "$WORK"
-}
-on_exit() {
-  local rc=$?
-  cleanup
-  exit "$rc"
-}
-trap on_exit EXIT
-trap 'echo "interrupted (SIGINT)"; exit 130' INT
-trap 'echo "interrupted (SIGTERM)"; exit 143' TERM
-trap 'echo "interrupted (SIGHUP)"; exit 129' HUP
-
-# --- the hosts ---------------------------------------------------------------
-
-if ! err=$(ip netns add "$BRNS" 2>&1); then
-  skip "cannot create a network namespace ('ip netns add' said: $err)"
-fi
-CREATED_NS+=("$BRNS")
-
-ip -n "$BRNS" link set lo up || die "loopback of the bridge namespace"
-ip -n "$BRNS" link add br0 type bridge || die "creating the bridge"
-ip -n "$BRNS" link set br0 up || die "bringing the bridge up"
-
-holder_ready() {  # index
-  local pid=${HOLDER[$1]}
-  kill -0 "$pid" 2>/dev/null || die "the holder of ${NS[$1]} died"
-  [ "$(readlink "/proc/$pid/ns/uts")" != "$(readlink /proc/self/ns/uts)" ] ||
-    return 1
-  [ "$(stat -L -c '%d:%i' "/proc/$pid/ns/net")" = \
-    "$(stat -L -c '%d:%i' "/run/netns/${NS[$1]}")" ] || return 1
-  [ "$(nsenter --uts="/proc/$pid/ns/uts" hostname)" = "${HOSTNAME_OF[$1]}" ]
-}
-link_up() {  # netns link
-  ip -n "$1" -o link show "$2" 2>/dev/null | grep -q 'state UP'
-}
-port_forwarding() {  # port
-  ip -n "$BRNS" -d -o link show dev "$1" 2>/dev/null |
-    grep -q 'bridge_slave state forwarding'
-}
-
-for ((i = 0; i < HOSTS; i++)); do
-  ns=${NS[i]}
-  ip netns add "$ns" || die "ip netns add $ns"
-  CREATED_NS+=("$ns")
-  ip -n "$BRNS" link add "v$i" type veth peer name eth0 netns "$ns" ||
-    die "veth pair for $ns"
-  ip -n "$BRNS" link set "v$i" master br0 || die "v$i into the bridge"
-  ip -n "$BRNS" link set "v$i" up || die "v$i up"
-  ip -n "$ns" link set lo up || die "loopback of $ns"
-  ip -n "$ns" addr add "${ADDR[i]}/24" dev eth0 || die "address of $ns"
-  ip -n "$ns" link set eth0 up || die "eth0 of $ns up"
-  # The holder: ip netns exec and unshare both exec, so $! is the process
-  # that ends up as `sleep infinity` in the host's net and UTS namespaces.
-  # shellcheck disable=SC2016  # $1 is the inner shell's
-  ip netns exec "$ns" unshare --uts -- \
-    sh -c 'hostname "$1" && exec sleep infinity' holder "${HOSTNAME_OF[i]}" \
-    </dev/null >/dev/null 2>&1 &
-  HOLDER[i]=$!
-  disown "$!"  # no job report when cleanup kills it
-done
-for ((i = 0; i < HOSTS; i++)); do
-  poll holder_ready "$i" || die "host ${NS[i]} did not come up (holder ${HOLDER[i]})"
-  poll link_up "${NS[i]}" eth0 || die "eth0 of ${NS[i]} is not up"
-  poll port_forwarding "v$i" || die "bridge port v$i is not forwarding"
-done
-
-CONFIG=$WORK/hosts
-SSH_LOG=$WORK/ssh.log
-{
-  echo "# label netns uts_pid hostname"
-  echo "@log $SSH_LOG"
-  for ((i = 0; i < HOSTS; i++)); do
-    echo "${LABEL[i]} ${NS[i]} ${HOLDER[i]} ${HOSTNAME_OF[i]}"
-  done
-} >"$CONFIG"
-
-echo "hosts (run suffix $SFX, bridge in netns $BRNS):"
-for ((i = 0; i < HOSTS; i++)); do
-  echo "  ${LABEL[i]}: netns ${NS[i]}, hostname ${HOSTNAME_OF[i]}, ${ADDR[i]}, holder pid ${HOLDER[i]}"
-done
-echo "launcher runs in ${NS[0]}; GASNET_MASTERIP=${ADDR[0]}"
-
-export GASNET_SSH_CMD=$SSH
-export GASNET_SSH_OPTIONS="-F $CONFIG -o BatchMode=yes -q"
-export GASNET_MASTERIP=${ADDR[0]}
-
-# --- running jobs and reporting checks ----------------------------------------
-
-# run_job NAME [VAR=VALUE...] -- LAUNCHER_ARGS...: runs gasnetrun_smp inside
-# host 0 with a 120 s limit; sets OUT, ERR, RC and ELAPSED_MS.
-run_job() {
-  local name=$1
-  shift
-  local envs=()
-  while [ "$1" != "--" ]; do
-    envs+=("$1")
-    shift
-  done
-  shift
-  OUT=$WORK/$name.out
-  ERR=$WORK/$name.err
-  : >"$SSH_LOG"
-  local t0
-  t0=$(date +%s%N)
-  timeout -k 5 120 \
-    nsenter --net="/run/netns/${NS[0]}" --uts="/proc/${HOLDER[0]}/ns/uts" -- \
-    env "${envs[@]}" "$LAUNCHER" "$@" </dev/null >"$OUT" 2>"$ERR" &
-  JOB=$!
-  wait "$JOB"
-  RC=$?
-  JOB=
-  ELAPSED_MS=$((($(date +%s%N) - t0) / 1000000))
-  local shown="${envs[*]}${envs[*]:+ }gasnetrun_smp $*"
-  shown=${shown//"$CLIENT"/bootstrap_client}
-  shown=${shown//"$WORK"/\$WORK}
-  echo "  ran: $shown -> exit $RC in $ELAPSED_MS ms"
-  # 137 alone may be the job's own code (a rank killed by SIGKILL).
-  if [ "$RC" -eq 124 ] || [ "$ELAPSED_MS" -ge 120000 ]; then
-    problem "timed out after 120 s (exit $RC)"
-  fi
-}
-
-PASSED=0
-FAILED=0
-FAILED_CHECKS=()
-begin_check() {
-  CHECK=$1
-  PROBLEMS=()
-  echo
-  echo "=== check $CHECK"
-}
-problem() { PROBLEMS+=("$*"); }
-# Adds each line of stdin as a problem (at most 20).
-problems_from() {
-  local line n=0
-  while IFS= read -r line; do
-    n=$((n + 1))
-    if [ $n -le 20 ]; then problem "$line"; fi
-  done
-  [ $n -le 20 ] || problem "... and $((n - 20)) more"
-}
-end_check() {
-  if [ ${#PROBLEMS[@]} -eq 0 ]; then
-    echo "PASS: check $CHECK"
-    PASSED=$((PASSED + 1))
-    return
-  fi
-  echo "FAIL: check $CHECK"
-  local p
-  for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
-  echo "  --- stdout (last 15 lines) ---"
-  tail -n 15 "$OUT" | cut -c 1-200 | sed 's/^/  | /'
-  echo "  --- stderr (last 15 lines) ---"
-  tail -n 15 "$ERR" | cut -c 1-200 | sed 's/^/  | /'
-  echo "  --- netns_ssh calls (caller target) ---"
-  sed 's/^/  | /' "$SSH_LOG"
-  FAILED=$((FAILED + 1))
-  FAILED_CHECKS+=("$CHECK")
-}
+hosts_setup
 
 # Checks a nodemap run of 6 ranks, 2 per host in rank order.
 check_nodemap_output() {
@@ -293,15 +64,6 @@ check_nodemap_output() {
       for (i = 0; i < n; i++) if (!seen[i]) print "rank " i " printed nothing"
     }' "$OUT" | problems_from
 }
-# Checks the netns_ssh log against "CALLER TARGET" lines (any order).
-check_ssh_calls() {
-  local want got
-  want=$(printf '%s\n' "$@" | sort)
-  got=$(sort "$SSH_LOG")
-  [ "$want" = "$got" ] ||
-    problem "remote shell calls were [$(echo "$got" | tr '\n' ';')], expected [$(echo "$want" | tr '\n' ';')]"
-}
-
 # --- the checks ------------------------------------------------------------------
 
 begin_check "1: nodemap, flat fan-out, 6 ranks over 3 hosts"
@@ -400,47 +162,7 @@ echo "  stderr: $(head -n 3 "$ERR" | cut -c 1-300 | tr '\n' ' ')"
 end_check
 
 begin_check "8: no rank or agent outlives the jobs"
-# This shell and its ancestors carry the client's path in their arguments.
-ancestors=" "
-p=$BASHPID
-while [ -n "$p" ] && [ "$p" -gt 1 ]; do
-  ancestors+="$p "
-  p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
-done
-in_our_hosts=" "
-for ((i = 0; i < HOSTS; i++)); do
-  for p in $(ip netns pids "${NS[i]}"); do
-    [ "$p" = "${HOLDER[i]}" ] || in_our_hosts+="$p "
-  done
-done
-OUT=/dev/null ERR=/dev/null
-: >"$SSH_LOG"
-for d in /proc/[0-9]*; do
-  pid=${d#/proc/}
-  case $ancestors in *" $pid "*) continue ;; esac
-  cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
-  [ -n "$cmd" ] || continue
-  case " $cmd " in
-    *"$CLIENT"* | *" --gex-spawn-agent "*)
-      case $cmd in
-        *"$CLIENT"*) ;;
-        # An agent of some other job (not in our hosts) is not ours.
-        *) case $in_our_hosts in *" $pid "*) ;; *) continue ;; esac ;;
-      esac
-      problem "survivor: pid $pid: $(echo "$cmd" | cut -c 1-160)"
-      ;;
-  esac
-done
-for p in $in_our_hosts; do
-  [ -d "/proc/$p" ] || continue
-  problem "process left in a host namespace: pid $p:" \
-    "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c 1-160)"
-done
+check_no_survivors
 end_check
 
-echo
-echo "SUMMARY: $PASSED passed, $FAILED failed${FAILED_CHECKS[*]:+ (}$(
-  IFS=';'
-  echo "${FAILED_CHECKS[*]}"
-)${FAILED_CHECKS[*]:+)}"
-[ "$FAILED" -eq 0 ]
+finish_checks

@@ -1,0 +1,193 @@
+#!/bin/bash
+# The ofi conduit across three "hosts" on one machine, over tcp;ofi_rxm.
+#
+#   ofi_multihost_test.sh GASNETRUN_OFI OFI_CLIENT NETNS_SSH
+#
+# The hosts (network + UTS namespaces on a private bridge, labels gexh0..2,
+# 10.213.0.1I/24 on eth0) and how jobs reach them are described in
+# netns_hosts.sh, which this script sources. gasnetrun_ofi runs inside host
+# 0 and, given a host list, starts the ranks through the ssh spawner with
+# GASNET_SSH_CMD=netns_ssh.sh. Ranks on one host share memory (PSHM); ranks
+# on different hosts talk through libfabric's tcp;ofi_rxm provider over each
+# namespace's own eth0 (FI_TCP_IFACE=eth0), so all traffic stays on the
+# private bridge. netns_ssh.sh gives the remote commands a fresh
+# environment, as ssh does: GASNET_* travel with the job, and `-E
+# FI_PROVIDER,FI_TCP_IFACE` forwards libfabric's settings.
+#
+# Checks (each printed as PASS/FAIL; any FAIL makes the test fail):
+#   1 ring, 6 ranks on 3 hosts (2 each): exit 0, every rank's line, its
+#     host (ranks r and r^1 on one host), `from` the previous rank's host,
+#     sum=21; with GASNET_OFI_LIST_DEVICES=1, every rank lists only
+#     tcp;ofi_rxm (so FI_PROVIDER was forwarded), eth0 among its devices
+#   2 the same with GASNET_SUPERNODE_MAXSIZE=1 (no PSHM: all over libfabric)
+#   3 flood 200000 from rank 0 on host 1 to rank 1 on host 2: exact count,
+#     one agent per host, >= 1.6 MB through host 1's and host 2's eth0
+#   4 an unknown mode: every rank calls gasnet_exit(2); the job exits 2
+#   5 no rank or agent outlives the jobs, no /dev/shm object of theirs left
+#
+# Without root, the tools, or permission to create namespaces, prints
+# "SKIPPED: <reason>" and exits 0. Everything created is removed on every
+# exit path (trap).
+set -u
+
+# The hosts, run_job and the checks' framework (see netns_hosts.sh).
+# shellcheck source=tests/multihost/netns_hosts.sh
+. "$(dirname "${BASH_SOURCE[0]}")/netns_hosts.sh" ||
+  { echo "FAIL: setup: cannot read netns_hosts.sh"; exit 1; }
+
+[ "$(id -u)" = 0 ] || skip "not root (network namespaces need root)"
+[ $# -eq 3 ] || die "usage: $0 GASNETRUN_OFI OFI_CLIENT NETNS_SSH"
+LAUNCHER=$(absolute "$1")
+CLIENT=$(absolute "$2")
+SSH=$(absolute "$3")
+for f in "$LAUNCHER" "$CLIENT" "$SSH"; do
+  [ -x "$f" ] || die "$f is not an executable file"
+done
+
+# Nothing from the caller's environment may choose another provider or
+# device (hosts_setup clears GASNET_*).
+for v in $(compgen -e); do
+  case $v in FI_* | GEX_*) unset "$v" ;; esac
+done
+
+hosts_setup
+
+# libfabric's settings for every job; -E makes the launcher forward them.
+OFI_ENV=(FI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=eth0)
+FORWARD=(-E "FI_PROVIDER,FI_TCP_IFACE")
+
+# Checks a ring run of 6 ranks, 2 per host in rank order: the host of rank
+# r is gexh(r/2), so r and r^1 share one; `from` is rank r-1's host. Lines
+# "ofi: rank R: usable provider/device: P / D" (GASNET_OFI_LIST_DEVICES)
+# are left to check_device_lists.
+check_ring_output() {
+  awk -v sfx="$SFX" -v n=6 '
+    /^ofi: rank [0-9]+: usable provider\/device: / { next }
+    { total++ }
+    !/^rank [0-9]+: ring ok host=[^ ]+ from=[^ ]+ sum=-?[0-9]+$/ {
+      print "unexpected line: " substr($0, 1, 120); next
+    }
+    {
+      rank = $2 + 0
+      sub(/^host=/, "", $5); sub(/^from=/, "", $6); sub(/^sum=/, "", $7)
+      if (seen[rank]++) print "rank " rank " reported twice"
+      if (rank >= n) { print "rank " rank " in a job of " n; next }
+      host[rank] = $5; from[rank] = $6
+      want = "gexh" int(rank / 2) "-" sfx
+      if ($5 != want) print "rank " rank ": host=" $5 ", expected " want
+      if ($7 != n * (n + 1) / 2)
+        print "rank " rank ": sum=" $7 ", expected " n * (n + 1) / 2
+    }
+    END {
+      if (total != n) print "expected " n " lines, got " total
+      for (r = 0; r < n; r++) {
+        if (!seen[r]) { print "rank " r " printed no ring line"; continue }
+        prev = (r + n - 1) % n
+        if (seen[prev] && from[r] != host[prev])
+          print "rank " r ": from=" from[r] ", expected the host of rank " prev ", " host[prev]
+        if (seen[r ^ 1] && host[r] != host[r ^ 1])
+          print "ranks " r " and " (r ^ 1) " on different hosts: " host[r] ", " host[r ^ 1]
+      }
+    }' "$OUT" | problems_from
+}
+# Checks that every rank of 6 listed its usable provider/device pairs, all
+# of them tcp;ofi_rxm: FI_PROVIDER reached every rank (on a host reached by
+# netns_ssh.sh, only -E forwards it; without it the list has sockets, udp,
+# shm, ...).
+check_device_lists() {
+  awk -v n=6 '
+    !/^ofi: rank [0-9]+: usable provider\/device: / { next }
+    {
+      rank = $3 + 0; listed[rank]++
+      pair = $0; sub(/^[^:]*: [^:]*: [^:]*: /, "", pair)
+      if (pair !~ /^tcp;ofi_rxm \/ [^ ]+$/)
+        print "rank " rank " lists " pair " (FI_PROVIDER not applied?)"
+      if (pair == "tcp;ofi_rxm / eth0") eth0[rank] = 1
+    }
+    END {
+      for (r = 0; r < n; r++) {
+        if (!listed[r]) print "rank " r " listed no provider/device"
+        else if (!eth0[r]) print "rank " r " did not list tcp;ofi_rxm / eth0"
+      }
+    }' "$OUT" | problems_from
+}
+# Bytes that host I's eth0 has sent or received (DIR: tx or rx).
+eth0_bytes() {  # index dir
+  ip netns exec "${NS[$1]}" cat "/sys/class/net/eth0/statistics/$2_bytes"
+}
+# The ring jobs' agents: one per host, all started by host 0 (flat).
+check_ring_calls() {
+  check_ssh_calls "${HOSTNAME_OF[0]} gexh0" "${HOSTNAME_OF[0]} gexh1" \
+    "${HOSTNAME_OF[0]} gexh2"
+}
+
+# --- the checks ------------------------------------------------------------------
+
+begin_check "1: ring, 6 ranks over 3 hosts (PSHM within a host)"
+run_job ring "${OFI_ENV[@]}" GASNET_SSH_SERVERS="gexh0 gexh1 gexh2" \
+  GASNET_OFI_LIST_DEVICES=1 -- \
+  "${FORWARD[@]}" -n 6 -N 3 "$CLIENT" ring
+[ "$RC" -eq 0 ] || problem "exit code $RC, expected 0"
+check_ring_output
+check_device_lists
+check_ring_calls
+end_check
+
+begin_check "2: ring, 6 ranks over 3 hosts, GASNET_SUPERNODE_MAXSIZE=1 (all over libfabric)"
+run_job ring-nopshm "${OFI_ENV[@]}" GASNET_SSH_SERVERS="gexh0 gexh1 gexh2" \
+  GASNET_SUPERNODE_MAXSIZE=1 -- \
+  "${FORWARD[@]}" -n 6 -N 3 "$CLIENT" ring
+[ "$RC" -eq 0 ] || problem "exit code $RC, expected 0"
+check_ring_output
+check_ring_calls
+end_check
+
+begin_check "3: flood 200000, rank 0 on host 1 to rank 1 on host 2"
+# Two hosts for two ranks: one rank on each (rank 0 on the first).
+tx0=$(eth0_bytes 1 tx) rx0=$(eth0_bytes 2 rx)
+run_job flood "${OFI_ENV[@]}" GASNET_SSH_SERVERS="gexh1 gexh2" \
+  GASNET_SUPERNODE_MAXSIZE=1 -- \
+  "${FORWARD[@]}" -n 2 -N 2 "$CLIENT" flood 200000
+[ "$RC" -eq 0 ] || problem "exit code $RC, expected 0"
+awk -v n=200000 '
+  { total++ }
+  /^rank [01]: flood ok count=[0-9]+ rss_growth_kb=-?[0-9]+$/ {
+    rank = $2 + 0; count = $5; sub(/^count=/, "", count)
+    if (seen[rank]++) print "rank " rank " reported twice"
+    if (count != n) print "rank " rank ": count=" count ", expected " n
+    next
+  }
+  { print "unexpected line: " substr($0, 1, 120) }
+  END {
+    if (total != 2) print "expected 2 lines, got " total
+    for (r = 0; r < 2; r++) if (!seen[r]) print "rank " r " did not report ok"
+  }' "$OUT" | problems_from
+# One agent on each host: the two ranks are on different hosts.
+check_ssh_calls "${HOSTNAME_OF[0]} gexh1" "${HOSTNAME_OF[0]} gexh2"
+# And the flood crossed the bridge: at least its 8-byte payloads.
+sent=$(($(eth0_bytes 1 tx) - tx0)) received=$(($(eth0_bytes 2 rx) - rx0))
+[ "$sent" -ge 1600000 ] ||
+  problem "host 1's eth0 sent $sent bytes during the flood (< 200000 x 8)"
+[ "$received" -ge 1600000 ] ||
+  problem "host 2's eth0 received $received bytes during the flood (< 200000 x 8)"
+echo "  $(grep -o 'rank [01]: flood ok .*' "$OUT" | tr '\n' ';')" \
+  "eth0: host 1 sent $sent bytes, host 2 received $received"
+end_check
+
+begin_check "4: an unknown mode: every rank calls gasnet_exit(2), the job exits 2"
+run_job exit "${OFI_ENV[@]}" GASNET_SSH_SERVERS="gexh0 gexh1 gexh2" -- \
+  "${FORWARD[@]}" -n 6 -N 3 "$CLIENT" nosuchmode
+[ "$RC" -eq 2 ] || problem "exit code $RC, expected 2"
+grep -q '^rank [0-9]: CHECK FAILED unknown mode nosuchmode$' "$OUT" ||
+  problem "no 'rank R: CHECK FAILED unknown mode nosuchmode' on stdout"
+end_check
+
+begin_check "5: no rank or agent outlives the jobs, no /dev/shm object is left"
+check_no_survivors
+check_no_shm_leftovers
+[ ${#LAUNCHER_PIDS[@]} -eq 4 ] ||
+  problem "recorded ${#LAUNCHER_PIDS[@]} launcher pids, expected 4"
+echo "  launcher pids: ${LAUNCHER_PIDS[*]}"
+end_check
+
+finish_checks
