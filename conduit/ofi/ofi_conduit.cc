@@ -702,8 +702,10 @@ void OfiConduit::Fini() {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
     ep_[e] = nullptr;
   }
-  if (segment_mr_ != nullptr) fi_close(&segment_mr_->fid);
-  segment_mr_ = nullptr;
+  for (fid_mr*& mr : segment_mr_) {
+    if (mr != nullptr) fi_close(&mr->fid);
+    mr = nullptr;
+  }
   for (int e = 0; e < kEndpoints; ++e) {
     if (tx_cq_[e] != nullptr) fi_close(&tx_cq_[e]->fid);
     if (rx_cq_[e] != nullptr) fi_close(&rx_cq_[e]->fid);
@@ -1057,7 +1059,10 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
     if (request) credits_->Grant(dest, 1);
   };
 
-  if (long_by_rma && !WriteLongPayload(dest, m.payload, m.len, m.long_dest,
+  // The payload travels on the message's own endpoint pair, so the header
+  // that follows it arrives after it (FI_ORDER_SAW, required at Init) even
+  // where a provider's delivery completion is only a transmit completion.
+  if (long_by_rma && !WriteLongPayload(ep, dest, m.payload, m.len, m.long_dest,
                                        immediate, replies_only)) {
     undo_credit();
     return SendStatus::kWouldBlock;
@@ -1184,30 +1189,40 @@ absl::Status OfiConduit::AttachSegment(void* base, size_t size) {
   if (base != nullptr && size != 0) {
     const uint64_t access =
         FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    // Without FI_MR_PROV_KEY the key is ours to choose: one registration
-    // per domain, so any fixed key is unique.
-    const uint64_t requested_key = prov_key_ ? 0 : 0x6765;
-    if (int rc = fi_mr_reg(domain_, base, size, access, 0, requested_key, 0,
-                           &segment_mr_, nullptr);
-        rc != 0) {
-      return absl::InternalError(absl::StrFormat(
-          "fi_mr_reg of the segment [%p, +%zu): %s", base, size, FiError(rc)));
-    }
-    if (mr_endpoint_) {
-      int rc = fi_mr_bind(segment_mr_, &ep_[kRmaEp]->fid, 0);
-      if (rc == 0) rc = fi_mr_enable(segment_mr_);
-      if (rc != 0) {
-        return absl::InternalError(absl::StrFormat(
-            "binding the segment's registration to the endpoint "
-            "(FI_MR_ENDPOINT): %s",
-            FiError(rc)));
+    // RMA reaches both endpoints (Puts and Gets, and a Reply's Long
+    // payload, the reply endpoint; a Request's Long payload the request
+    // endpoint, ahead of its header). With FI_MR_ENDPOINT a registration
+    // serves one endpoint, so there is one per endpoint; otherwise one
+    // serves the domain. Without FI_MR_PROV_KEY the keys are ours to
+    // choose (unique within the domain).
+    const int registrations = mr_endpoint_ ? kEndpoints : 1;
+    for (int e = 0; e < registrations; ++e) {
+      const uint64_t requested_key = prov_key_ ? 0 : 0x6765 + e;
+      if (int rc = fi_mr_reg(domain_, base, size, access, 0, requested_key, 0,
+                             &segment_mr_[e], nullptr);
+          rc != 0) {
+        return absl::InternalError(
+            absl::StrFormat("fi_mr_reg of the segment [%p, +%zu): %s", base,
+                            size, FiError(rc)));
+      }
+      if (mr_endpoint_) {
+        int rc = fi_mr_bind(segment_mr_[e], &ep_[e]->fid, 0);
+        if (rc == 0) rc = fi_mr_enable(segment_mr_[e]);
+        if (rc != 0) {
+          return absl::InternalError(absl::StrFormat(
+              "binding the segment's registration to the endpoint "
+              "(FI_MR_ENDPOINT): %s",
+              FiError(rc)));
+        }
       }
     }
     mine.base = reinterpret_cast<uint64_t>(base);
     mine.size = size;
-    mine.key = fi_mr_key(segment_mr_);
-    if (mine.key == FI_KEY_NOTAVAIL) {
-      return absl::InternalError("fi_mr_key: no key for the segment");
+    for (int e = 0; e < kEndpoints; ++e) {
+      mine.key[e] = fi_mr_key(segment_mr_[mr_endpoint_ ? e : 0]);
+      if (mine.key[e] == FI_KEY_NOTAVAIL) {
+        return absl::InternalError("fi_mr_key: no key for the segment");
+      }
     }
     segment_base_ = reinterpret_cast<uintptr_t>(base);
     segment_size_ = size;
@@ -1246,23 +1261,24 @@ uint64_t OfiConduit::RemoteAddress(const RemoteSegment& s,
   return virt_addr_ ? a : a - s.base;
 }
 
-bool OfiConduit::PostWrite(Rank rank, const void* src, size_t len,
-                           uint64_t raddr, uint64_t key, RmaOp* op,
+bool OfiConduit::PostWrite(Endpoint ep, Rank rank, const void* src, size_t len,
+                           uint64_t raddr, const RemoteSegment& s, RmaOp* op,
                            uint64_t flags) {
+  const uint64_t key = s.key[ep];
   iovec iov{const_cast<void*>(src), len};
   fi_rma_iov rma{raddr, len, key};
   fi_msg_rma msg{};
   msg.msg_iov = &iov;
   msg.iov_count = 1;
-  msg.addr = addresses_[2 * static_cast<size_t>(rank) + kRmaEp];
+  msg.addr = addresses_[2 * static_cast<size_t>(rank) + ep];
   msg.rma_iov = &rma;
   msg.rma_iov_count = 1;
   msg.context = &op->fi;
   // Delivery completion: the completion means the data is at the target,
   // which is what `rc` (and a Long's handler) needs.
   const InLibfabric in;
-  const ssize_t rc = fi_writemsg(ep_[kRmaEp], &msg,
-                                 flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
+  const ssize_t rc =
+      fi_writemsg(ep_[ep], &msg, flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
   if (rc == 0) return true;
   if (!NotYet(rc, rank)) {
     FatalErrorF("ofi conduit: rank %u: fi_writemsg of %zu bytes to rank %u: %s",
@@ -1272,7 +1288,8 @@ bool OfiConduit::PostWrite(Rank rank, const void* src, size_t len,
 }
 
 bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
-                          uint64_t key, RmaOp* op) {
+                          const RemoteSegment& s, RmaOp* op) {
+  const uint64_t key = s.key[kRmaEp];
   iovec iov{dest, len};
   fi_rma_iov rma{raddr, len, key};
   fi_msg_rma msg{};
@@ -1381,7 +1398,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
       source = op->bbuf->data.get();
     }
     const uint64_t flags = path == kInject ? FI_INJECT : 0;
-    while (!PostWrite(rank, source, n, raddr + offset, s.key, op, flags)) {
+    while (!PostWrite(kRmaEp, rank, source, n, raddr + offset, s, op, flags)) {
       if (may_refuse) {
         if (op->bbuf != nullptr) bbuf_pool_->Put(op->bbuf);
         rma_pool_->Put(op);
@@ -1446,7 +1463,7 @@ bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
     }
     op->head = head;
     op->bbuf = nullptr;
-    while (!PostRead(rank, to + offset, n, raddr + offset, s.key, op)) {
+    while (!PostRead(rank, to + offset, n, raddr + offset, s, op)) {
       if (may_refuse) {
         rma_pool_->Put(op);
         return false;
@@ -1458,9 +1475,9 @@ bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
   return true;
 }
 
-bool OfiConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
-                                  uint64_t long_dest, bool immediate,
-                                  bool replies_only) {
+bool OfiConduit::WriteLongPayload(Endpoint ep, Rank dest, const void* src,
+                                  size_t len, uint64_t long_dest,
+                                  bool immediate, bool replies_only) {
   const void* to = reinterpret_cast<const void*>(long_dest);
   const RemoteSegment& s = CheckRemote("a Long's payload", dest, to, len);
   rma::Counter done;
@@ -1486,7 +1503,7 @@ bool OfiConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
     }
     op->head = head;
     op->bbuf = nullptr;
-    while (!PostWrite(dest, from + offset, n, raddr + offset, s.key, op, 0)) {
+    while (!PostWrite(ep, dest, from + offset, n, raddr + offset, s, op, 0)) {
       if (may_refuse) {
         rma_pool_->Put(op);
         return false;

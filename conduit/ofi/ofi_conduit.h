@@ -114,11 +114,11 @@ class OfiConduit final : public core::Conduit {
 
  private:
   enum Endpoint : int { kRequestEp = 0, kReplyEp = 1, kEndpoints = 2 };
-  // RMA goes between reply endpoints (and the segment is registered
-  // there): a manual-progress provider serves an incoming RMA only while
-  // the target polls that endpoint, and every wait polls the reply
-  // endpoint, while a Reply's wait does not poll the request endpoint (two
-  // ranks writing a Long Reply's payload to each other waited forever).
+  // Puts and Gets go between reply endpoints: a manual-progress provider
+  // serves an incoming RMA only while the target polls that endpoint, and
+  // every wait polls the reply endpoint, while a Reply's wait does not
+  // poll the request endpoint. (A Long's payload goes on its message's
+  // own endpoint pair, ahead of its header.)
   static constexpr Endpoint kRmaEp = kReplyEp;
 
   // A pool of fixed-size objects: a free list, grown on demand up to a
@@ -129,7 +129,8 @@ class OfiConduit final : public core::Conduit {
   struct RemoteSegment {
     uint64_t base = 0;  // as the owner sees it
     uint64_t size = 0;
-    uint64_t key = 0;
+    uint64_t key[2] = {0, 0};  // per endpoint (one value without
+                               // FI_MR_ENDPOINT)
   };
 
   absl::Status OpenEndpoint(int which);
@@ -191,12 +192,13 @@ class OfiConduit final : public core::Conduit {
                                    const void* address, size_t len) const;
   uint64_t RemoteAddress(const RemoteSegment& s, const void* address) const;
   // Posts one write or read of one chunk; false on -FI_EAGAIN.
-  bool PostWrite(Rank rank, const void* src, size_t len, uint64_t raddr,
-                 uint64_t key, RmaOp* op, uint64_t flags);
-  bool PostRead(Rank rank, void* dest, size_t len, uint64_t raddr, uint64_t key,
-                RmaOp* op);
+  bool PostWrite(Endpoint ep, Rank rank, const void* src, size_t len,
+                 uint64_t raddr, const RemoteSegment& s, RmaOp* op,
+                 uint64_t flags);
+  bool PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
+                const RemoteSegment& s, RmaOp* op);
   // Writes a Long's payload to `dest`'s segment and waits for delivery.
-  bool WriteLongPayload(Rank dest, const void* src, size_t len,
+  bool WriteLongPayload(Endpoint ep, Rank dest, const void* src, size_t len,
                         uint64_t long_dest, bool immediate, bool replies_only);
   void MaybePollForRma();
 
@@ -217,7 +219,7 @@ class OfiConduit final : public core::Conduit {
   fid_ep* ep_[kEndpoints] = {nullptr, nullptr};
   fid_cq* tx_cq_[kEndpoints] = {nullptr, nullptr};
   fid_cq* rx_cq_[kEndpoints] = {nullptr, nullptr};
-  fid_mr* segment_mr_ = nullptr;
+  fid_mr* segment_mr_[kEndpoints] = {nullptr, nullptr};
   // fi_addr_t of every rank's endpoints: addresses_[2 * rank + endpoint].
   std::vector<fi_addr_t> addresses_;
 

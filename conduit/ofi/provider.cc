@@ -84,8 +84,10 @@ InfoPtr MakeHints(const Requirements& r) {
   hints->mode = kAcceptedModes;
   // Messages between two endpoints arrive in order: Fini's flush relies
   // on it (and the exit protocol's messages on each pair).
-  hints->tx_attr->msg_order = FI_ORDER_SAS;
-  hints->rx_attr->msg_order = FI_ORDER_SAS;
+  // And a message after an RMA write on the same pair arrives after it:
+  // a Long's header follows its payload.
+  hints->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
+  hints->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
   hints->domain_attr->mr_mode = kAcceptedMrModes;
   hints->domain_attr->threading =
       r.thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
@@ -120,6 +122,10 @@ absl::Status CheckProvider(const fi_info& info, const Requirements& r) {
       (info.tx_attr->msg_order & FI_ORDER_SAS) == 0) {
     return absl::FailedPreconditionError(
         "lacks FI_ORDER_SAS (messages between two endpoints in order)");
+  }
+  if ((info.tx_attr->msg_order & FI_ORDER_SAW) == 0) {
+    return absl::FailedPreconditionError(
+        "lacks FI_ORDER_SAW (a message after a write arrives after it)");
   }
   if (const uint64_t extra = info.mode & ~kAcceptedModes; extra != 0) {
     return absl::FailedPreconditionError(absl::StrFormat(

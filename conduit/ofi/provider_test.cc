@@ -20,7 +20,7 @@ InfoPtr Good() {
   i->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
   i->domain_attr->threading = FI_THREAD_DOMAIN;
   i->domain_attr->mr_key_size = 8;
-  i->tx_attr->msg_order = FI_ORDER_SAS;
+  i->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
   return i;
 }
 
@@ -71,8 +71,10 @@ TEST(CheckProviderTest, NamesEachMissingCapability) {
 
 TEST(CheckProviderTest, NeedsOrderedSends) {
   InfoPtr i = Good();
-  i->tx_attr->msg_order = FI_ORDER_RAW;
+  i->tx_attr->msg_order = FI_ORDER_SAW;
   EXPECT_NE(Refusal(*i).find("lacks FI_ORDER_SAS"), std::string::npos);
+  i->tx_attr->msg_order = FI_ORDER_SAS;
+  EXPECT_NE(Refusal(*i).find("lacks FI_ORDER_SAW"), std::string::npos);
 }
 
 TEST(CheckProviderTest, ParNeedsThreadSafe) {
