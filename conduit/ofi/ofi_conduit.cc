@@ -88,6 +88,12 @@ constexpr absl::Duration kConnectFor = absl::Seconds(60);
 // RMA chunks never exceed this (whatever the provider's maximum).
 constexpr size_t kMaxRmaChunk = size_t{1} << 30;
 
+// Whether a completion is of a send or an RMA this rank started (the rest
+// are receives, and a multi-receive buffer's release).
+inline bool IsTransmit(uint64_t flags) {
+  return (flags & (FI_SEND | FI_WRITE | FI_READ)) != 0;
+}
+
 std::string FiError(ssize_t rc) {
   return absl::StrFormat("%s (%d)", fi_strerror(static_cast<int>(-rc)),
                          static_cast<int>(rc));
@@ -463,23 +469,22 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
 }
 
 absl::Status OfiConduit::OpenEndpoint(int e) {
-  fi_cq_attr tx{};
-  tx.format = FI_CQ_FORMAT_CONTEXT;
-  tx.wait_obj = FI_WAIT_NONE;
-  tx.size = settings_.tx_cq_size;
-  fi_cq_attr rx{};
-  rx.format = FI_CQ_FORMAT_DATA;
-  rx.wait_obj = FI_WAIT_NONE;
-  rx.size = settings_.rx_cq_size;
-  if (int rc = fi_cq_open(domain_, &tx, &tx_cq_[e], nullptr); rc != 0) {
-    return absl::InternalError(
-        absl::StrFormat("fi_cq_open (transmit; GASNET_OFI_TX_CQ_SIZE=%u): %s",
-                        settings_.tx_cq_size, FiError(rc)));
-  }
-  if (int rc = fi_cq_open(domain_, &rx, &rx_cq_[e], nullptr); rc != 0) {
-    return absl::InternalError(
-        absl::StrFormat("fi_cq_open (receive; GASNET_OFI_RX_CQ_SIZE=%u): %s",
-                        settings_.rx_cq_size, FiError(rc)));
+  // One completion queue per endpoint for its sends, RMA and receives: a
+  // poll is one fi_cq_read per endpoint (with tcp;ofi_rxm each read is a
+  // progress pass with a system call, so separate queues cost a round
+  // trip a quarter more). A Reply's wait polls only the reply endpoint's,
+  // which holds everything a Reply's send needs (its buffers, its Long
+  // payload's write, Puts and Gets).
+  fi_cq_attr attr{};
+  attr.format = FI_CQ_FORMAT_DATA;
+  attr.wait_obj = FI_WAIT_NONE;
+  attr.size = settings_.tx_cq_size != 0 && settings_.rx_cq_size != 0
+                  ? settings_.tx_cq_size + settings_.rx_cq_size
+                  : std::max(settings_.tx_cq_size, settings_.rx_cq_size);
+  if (int rc = fi_cq_open(domain_, &attr, &cq_[e], nullptr); rc != 0) {
+    return absl::InternalError(absl::StrFormat(
+        "fi_cq_open (GASNET_OFI_TX_CQ_SIZE=%u, GASNET_OFI_RX_CQ_SIZE=%u): %s",
+        settings_.tx_cq_size, settings_.rx_cq_size, FiError(rc)));
   }
   // shm names an endpoint after the process id ("fi_shm://<pid>") in
   // /dev/shm, which processes in different pid namespaces on one host
@@ -516,8 +521,7 @@ absl::Status OfiConduit::OpenEndpoint(int e) {
     return absl::InternalError(absl::StrFormat("fi_endpoint: %s", FiError(rc)));
   }
   int rc = fi_ep_bind(ep_[e], &av_->fid, 0);
-  if (rc == 0) rc = fi_ep_bind(ep_[e], &tx_cq_[e]->fid, FI_TRANSMIT);
-  if (rc == 0) rc = fi_ep_bind(ep_[e], &rx_cq_[e]->fid, FI_RECV);
+  if (rc == 0) rc = fi_ep_bind(ep_[e], &cq_[e]->fid, FI_TRANSMIT | FI_RECV);
   if (rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_ep_bind: %s", FiError(rc)));
   }
@@ -561,7 +565,7 @@ absl::Status OfiConduit::PostReceive(RxBuffer* b) {
           absl::StrFormat("fi_recvmsg: %s", FiError(rc)));
     }
     // Some providers (udp;ofi_rxd) ask to be progressed first.
-    DrainTx(static_cast<Endpoint>(b->ep), kCqBatch);
+    (this->*drain_rx_)(static_cast<Endpoint>(b->ep), kCqBatch);
     spin.Pause();
   }
 }
@@ -706,10 +710,9 @@ void OfiConduit::Fini() {
     if (mr != nullptr) fi_close(&mr->fid);
     mr = nullptr;
   }
-  for (int e = 0; e < kEndpoints; ++e) {
-    if (tx_cq_[e] != nullptr) fi_close(&tx_cq_[e]->fid);
-    if (rx_cq_[e] != nullptr) fi_close(&rx_cq_[e]->fid);
-    tx_cq_[e] = rx_cq_[e] = nullptr;
+  for (fid_cq*& cq : cq_) {
+    if (cq != nullptr) fi_close(&cq->fid);
+    cq = nullptr;
   }
   if (av_ != nullptr) fi_close(&av_->fid);
   av_ = nullptr;
@@ -747,56 +750,15 @@ bool OfiConduit::Interrupted() {
 
 int OfiConduit::Poll() {
   if (Interrupted()) return 0;
-  DrainTx(kReplyEp, kPollBudget);
-  DrainTx(kRequestEp, kPollBudget);
   return (this->*drain_rx_)(kReplyEp, kPollBudget) +
          (this->*drain_rx_)(kRequestEp, kPollBudget);
 }
 
 int OfiConduit::Progress(bool replies_only) {
   if (Interrupted()) return others_.Poll(replies_only);
-  int n = DrainTx(kReplyEp, kPollBudget) + DrainTx(kRequestEp, kPollBudget);
-  n += (this->*drain_rx_)(kReplyEp, kPollBudget);
+  int n = (this->*drain_rx_)(kReplyEp, kPollBudget);
   if (!replies_only) n += (this->*drain_rx_)(kRequestEp, kPollBudget);
   return n + others_.Poll(replies_only);
-}
-
-int OfiConduit::DrainTx(Endpoint ep, int budget) {
-  if (tx_cq_[ep] == nullptr) return 0;
-  int done = 0;
-  while (done < budget) {
-    fi_cq_entry e[kCqBatch];
-    ssize_t n;
-    {
-      const InLibfabric in;
-      n = fi_cq_read(tx_cq_[ep], e, kCqBatch);
-    }
-    if (n == -FI_EAGAIN) break;
-    if (n < 0) {
-      fi_cq_err_entry err{};
-      if (n == -FI_EAVAIL && fi_cq_readerr(tx_cq_[ep], &err, 0) > 0) {
-        if (finishing_.load(std::memory_order_relaxed)) {
-          // At the end, a peer that has already closed refuses what is
-          // still going to it: nothing waits for it any more.
-          Complete(static_cast<TxContext*>(err.op_context));
-          ++done;
-          continue;
-        }
-        FatalErrorF("ofi conduit: rank %u: a send or RMA failed: %s (%s)",
-                    rank_, fi_strerror(err.err),
-                    fi_cq_strerror(tx_cq_[ep], err.prov_errno, err.err_data,
-                                   nullptr, 0));
-      }
-      FatalErrorF("ofi conduit: rank %u: fi_cq_read (transmit): %s", rank_,
-                  FiError(n));
-    }
-    for (ssize_t i = 0; i < n; ++i) {
-      Complete(static_cast<TxContext*>(e[i].op_context));
-    }
-    done += static_cast<int>(n);
-    if (n < kCqBatch) break;
-  }
-  return done;
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
@@ -827,7 +789,7 @@ void OfiConduit::Complete(TxContext* ctx) {
 
 template <bool kCqData>
 int OfiConduit::DrainRx(Endpoint ep, int budget) {
-  if (rx_cq_[ep] == nullptr) return 0;
+  if (cq_[ep] == nullptr) return 0;
   int delivered = 0;
   while (delivered < budget) {
     fi_cq_data_entry e[kCqBatch];
@@ -838,8 +800,9 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
       std::unique_lock<std::mutex> lock(rx_mutex_[ep], std::defer_lock);
       if (thread_safe_) lock.lock();
       const InLibfabric in;
-      n = fi_cq_read(rx_cq_[ep], e, kCqBatch);
+      n = fi_cq_read(cq_[ep], e, kCqBatch);
       for (ssize_t i = 0; i < n; ++i) {
+        if (IsTransmit(e[i].flags)) continue;
         static_cast<RxBuffer*>(e[i].op_context)
             ->refs.fetch_add(1, std::memory_order_relaxed);
       }
@@ -847,22 +810,27 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
     if (n == -FI_EAGAIN) break;
     if (n < 0) {
       fi_cq_err_entry err{};
-      if (n == -FI_EAVAIL && fi_cq_readerr(rx_cq_[ep], &err, 0) > 0) {
+      if (n == -FI_EAVAIL && fi_cq_readerr(cq_[ep], &err, 0) > 0) {
+        const bool send = IsTransmit(err.flags);
         if (finishing_.load(std::memory_order_relaxed) ||
             err.err == FI_ECANCELED) {
-          // Receives cancelled as the job ends (a peer or this rank
-          // closing): nothing waits for them.
-          break;
+          // As the job ends (a peer or this rank closing), what fails is
+          // waited for by nobody: a send's resources are released.
+          if (send) Complete(static_cast<TxContext*>(err.op_context));
+          continue;
         }
-        FatalErrorF("ofi conduit: rank %u: a receive failed: %s (%s)", rank_,
-                    fi_strerror(err.err),
-                    fi_cq_strerror(rx_cq_[ep], err.prov_errno, err.err_data,
-                                   nullptr, 0));
+        FatalErrorF(
+            "ofi conduit: rank %u: %s failed: %s (%s)", rank_,
+            send ? "a send or RMA" : "a receive", fi_strerror(err.err),
+            fi_cq_strerror(cq_[ep], err.prov_errno, err.err_data, nullptr, 0));
       }
-      FatalErrorF("ofi conduit: rank %u: fi_cq_read (receive): %s", rank_,
-                  FiError(n));
+      FatalErrorF("ofi conduit: rank %u: fi_cq_read: %s", rank_, FiError(n));
     }
     for (ssize_t i = 0; i < n; ++i) {
+      if (IsTransmit(e[i].flags)) {
+        Complete(static_cast<TxContext*>(e[i].op_context));
+        continue;
+      }
       auto* b = static_cast<RxBuffer*>(e[i].op_context);
       if ((e[i].flags & FI_RECV) != 0 && e[i].len != 0) {
         const auto* msg = settings_.multi_recv
@@ -1313,7 +1281,7 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
 void OfiConduit::MaybePollForRma() {
   const uint64_t n = rma_started_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n % static_cast<uint64_t>(settings_.rma_poll_freq) == 0) {
-    DrainTx(kRmaEp, kCqBatch);
+    (this->*drain_rx_)(kRmaEp, kCqBatch);
   }
 }
 

@@ -162,7 +162,6 @@ class OfiConduit final : public core::Conduit {
   template <bool kCqData>
   void Deliver(Endpoint ep, const unsigned char* msg, size_t len,
                uint64_t cq_data);
-  int DrainTx(Endpoint ep, int budget);
   void Complete(TxContext* ctx);
 
   // At Fini, before closing: waits (bounded) until what this rank sent
@@ -217,8 +216,8 @@ class OfiConduit final : public core::Conduit {
   fid_domain* domain_ = nullptr;
   fid_av* av_ = nullptr;
   fid_ep* ep_[kEndpoints] = {nullptr, nullptr};
-  fid_cq* tx_cq_[kEndpoints] = {nullptr, nullptr};
-  fid_cq* rx_cq_[kEndpoints] = {nullptr, nullptr};
+  // Each endpoint's completions, sends and receives.
+  fid_cq* cq_[kEndpoints] = {nullptr, nullptr};
   fid_mr* segment_mr_[kEndpoints] = {nullptr, nullptr};
   // fi_addr_t of every rank's endpoints: addresses_[2 * rank + endpoint].
   std::vector<fi_addr_t> addresses_;
