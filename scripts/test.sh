@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
 #   2. the base, bootstrap, pshm, am, rma, exit, core and api layers' tests
-#      (the router over the test conduit included), and
+#      (the router over the test conduit included), the ofi conduit's unit
+#      tests, and
 #      the launcher's, PSHM's, the C and C++ APIs' end-to-end tests and the
 #      C++/RMA benchmark smoke tests, again under AddressSanitizer and
 #      UBSan (the exit paths' job tests under UBSan); the PSHM network's
@@ -51,9 +52,15 @@ run_check() {
 }
 
 run_bazel_tests //...
+# The API suites run once per conduit and provider in //... above; under
+# the sanitizers, the smp and socket-conduit instances (the ofi instances
+# exercise libfabric, which is not instrumented, and would double the run).
+api_sanitized=$(bazel query \
+  'tests(//tests/api/...) except attr(name, "_ofi_", tests(//tests/api/...))' \
+  2>/dev/null)
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
   //tests/pshm/... //am/... //rma/... //exit/... //core/... //tests/core/...
-  //api/... //tests/api/...
+  //api/... $api_sanitized //conduit/ofi/...
   //examples/...
   //tests/benchmarks:cpp_api_benchmark_smoke_test
   //tests/benchmarks:gex_rma_bench_smoke_test)
@@ -61,7 +68,8 @@ run_bazel_tests --config=asan "${sanitized[@]}"
 # The exit paths under UBSan too (not ASan: its own SIGSEGV handler takes
 # the place of the runtime's, as exit/signals.h intends, so the fatal
 # signal cases end the way ASan decides).
-run_bazel_tests --config=ubsan "${sanitized[@]}" //tests/exit/...
+run_bazel_tests --config=ubsan "${sanitized[@]}" //tests/exit:exit_job_test_smp \
+  //tests/exit:exit_job_test_socket
 # The lock-free queue's threaded tests and the PAR-mode client (threads
 # sending and polling concurrently), under ThreadSanitizer.
 run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
