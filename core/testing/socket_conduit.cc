@@ -11,10 +11,13 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "am/vocabulary.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/spin_wait.h"
+#include "exit/graceful_exit.h"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -272,6 +275,7 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
   msg.msg_iov = iov;
   msg.msg_iovlen = n;
   PoliteSpinWait spin(polite_);
+  absl::Time refused_since = absl::InfiniteFuture();
   for (;;) {
     const ssize_t sent = sendmsg(fd_[from], &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent >= 0) {
@@ -283,7 +287,21 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
     }
     const int e = errno;
     if (e == EINTR) continue;
-    if (e != EAGAIN && e != EWOULDBLOCK && e != ENOBUFS) {
+    if (e == ECONNREFUSED) {
+      // The peer's socket is closed: it has left (exited, or died). Once
+      // this rank is exiting too, nothing waits for the datagram. Before
+      // that, the exit is on its way (the peer's exit request, or the
+      // launcher's SIGTERM for a dead one): keep polling for it, bounded.
+      if (exit::ExitInProgress()) return true;
+      if (refused_since == absl::InfiniteFuture()) {
+        refused_since = absl::Now();
+      } else if (absl::Now() - refused_since > absl::Seconds(60)) {
+        FatalErrorF(
+            "socket conduit: rank %u: rank %u has refused every datagram for "
+            "60 s (its socket is closed)",
+            rank_, dest);
+      }
+    } else if (e != EAGAIN && e != EWOULDBLOCK && e != ENOBUFS) {
       FatalErrorF("socket conduit: rank %u: sending to rank %u: %s", rank_,
                   dest, Errno(e));
     }
