@@ -1289,6 +1289,11 @@ namespace {
 
 // Gets an object from `get`, waiting with `progress` while there is none.
 // null: `immediate` and none was free.
+// StartChunks' `prepare` for operations that need nothing per chunk.
+constexpr auto NothingToPrepare = [](auto*, size_t, size_t, bool, auto) {
+  return true;
+};
+
 template <typename Get, typename Progress>
 auto WaitFor(Get get, bool immediate, bool polite, Progress progress)
     -> decltype(get()) {
@@ -1301,6 +1306,47 @@ auto WaitFor(Get get, bool immediate, bool polite, Progress progress)
 }
 
 }  // namespace
+
+template <typename Prepare, typename Post>
+bool OfiConduit::StartChunks(size_t len, size_t chunk, bool immediate,
+                             bool replies_only, rma::Counter& rc,
+                             rma::Counter* lc, Prepare prepare, Post post) {
+  const uint64_t chunks = (len + chunk - 1) / chunk;
+  auto progress = [this, replies_only] { return Progress(replies_only); };
+  RmaOp* head = nullptr;
+  PoliteSpinWait spin(polite_);
+  for (uint64_t i = 0; i < chunks; ++i) {
+    // Only the first chunk may be refused: then nothing was started.
+    const bool may_refuse = immediate && i == 0;
+    const size_t offset = i * chunk;
+    const size_t n = std::min(chunk, len - offset);
+    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
+                        polite_, progress);
+    if (op == nullptr) return false;
+    if (i == 0) {
+      head = op;
+      head->remaining.store(chunks, std::memory_order_relaxed);
+      head->rc = &rc;
+      head->lc = lc;
+    }
+    op->head = head;
+    op->bbuf = nullptr;
+    if (!prepare(op, offset, n, may_refuse, progress)) {
+      rma_pool_->Put(op);
+      return false;
+    }
+    while (!post(op, offset, n)) {
+      if (may_refuse) {
+        if (op->bbuf != nullptr) bbuf_pool_->Put(op->bbuf);
+        rma_pool_->Put(op);
+        return false;
+      }
+      if (progress() == 0) spin.Pause();
+    }
+    MaybePollForRma();
+  }
+  return true;
+}
 
 bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
@@ -1332,50 +1378,29 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
     local.Start(1);
     lc = &local;
   }
-  const size_t chunk = path == kBounce ? settings_.bbuf_size : max_rma_;
-  const uint64_t chunks = (len + chunk - 1) / chunk;
-  auto progress = [this] { return Progress(/*replies_only=*/false); };
-  RmaOp* head = nullptr;
   const auto* from = static_cast<const unsigned char*>(src);
   const uint64_t raddr = RemoteAddress(s, dest);
-  PoliteSpinWait spin(polite_);
-  for (uint64_t i = 0; i < chunks; ++i) {
-    const bool may_refuse = immediate && i == 0;
-    const size_t offset = i * chunk;
-    const size_t n = std::min(chunk, len - offset);
-    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
-                        polite_, progress);
-    if (op == nullptr) return false;
-    if (i == 0) {
-      head = op;
-      head->remaining.store(chunks, std::memory_order_relaxed);
-      head->rc = &rc;
-      head->lc = lc;
-    }
-    op->head = head;
-    op->bbuf = nullptr;
-    const void* source = from + offset;
-    if (path == kBounce) {
-      op->bbuf = WaitFor([this] { return bbuf_pool_->Get(); }, may_refuse,
-                         polite_, progress);
-      if (op->bbuf == nullptr) {
-        rma_pool_->Put(op);
-        return false;
-      }
-      std::memcpy(op->bbuf->data.get(), source, n);
-      source = op->bbuf->data.get();
-    }
-    const uint64_t flags = path == kInject ? FI_INJECT : 0;
-    while (!PostWrite(kRmaEp, rank, source, n, raddr + offset, s, op, flags)) {
-      if (may_refuse) {
-        if (op->bbuf != nullptr) bbuf_pool_->Put(op->bbuf);
-        rma_pool_->Put(op);
-        return false;
-      }
-      if (progress() == 0) spin.Pause();
-    }
-    MaybePollForRma();
+  const uint64_t flags = path == kInject ? FI_INJECT : 0;
+  // A bounce buffer per chunk: the source is copied, so it may be reused.
+  auto bounce = [this, path, from](RmaOp* op, size_t offset, size_t n,
+                                   bool may_refuse, auto progress) {
+    if (path != kBounce) return true;
+    op->bbuf = WaitFor([this] { return bbuf_pool_->Get(); }, may_refuse,
+                       polite_, progress);
+    if (op->bbuf == nullptr) return false;
+    std::memcpy(op->bbuf->data.get(), from + offset, n);
+    return true;
+  };
+  auto write = [&](RmaOp* op, size_t offset, size_t n) {
+    const void* source =
+        op->bbuf != nullptr ? op->bbuf->data.get() : from + offset;
+    return PostWrite(kRmaEp, rank, source, n, raddr + offset, s, op, flags);
+  };
+  if (!StartChunks(len, path == kBounce ? settings_.bbuf_size : max_rma_,
+                   immediate, /*replies_only=*/false, rc, lc, bounce, write)) {
+    return false;
   }
+  PoliteSpinWait spin(polite_);
   switch (path) {
     case kInject:
       counters_.nb_put_inject.fetch_add(1, std::memory_order_relaxed);
@@ -1386,7 +1411,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
     case kBlock:
       counters_.nb_put_block.fetch_add(1, std::memory_order_relaxed);
       while (!local.Done()) {
-        if (progress() == 0) spin.Pause();
+        if (Progress(/*replies_only=*/false) == 0) spin.Pause();
       }
       break;
     case kDirect:
@@ -1410,37 +1435,13 @@ bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
     rc.Complete();
     return true;
   }
-  const uint64_t chunks = (len + max_rma_ - 1) / max_rma_;
-  auto progress = [this] { return Progress(/*replies_only=*/false); };
-  RmaOp* head = nullptr;
   auto* to = static_cast<unsigned char*>(dest);
   const uint64_t raddr = RemoteAddress(s, src);
-  PoliteSpinWait spin(polite_);
-  for (uint64_t i = 0; i < chunks; ++i) {
-    const bool may_refuse = immediate && i == 0;
-    const size_t offset = i * max_rma_;
-    const size_t n = std::min(max_rma_, len - offset);
-    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
-                        polite_, progress);
-    if (op == nullptr) return false;
-    if (i == 0) {
-      head = op;
-      head->remaining.store(chunks, std::memory_order_relaxed);
-      head->rc = &rc;
-      head->lc = nullptr;
-    }
-    op->head = head;
-    op->bbuf = nullptr;
-    while (!PostRead(rank, to + offset, n, raddr + offset, s, op)) {
-      if (may_refuse) {
-        rma_pool_->Put(op);
-        return false;
-      }
-      if (progress() == 0) spin.Pause();
-    }
-    MaybePollForRma();
-  }
-  return true;
+  return StartChunks(
+      len, max_rma_, immediate, /*replies_only=*/false, rc, nullptr,
+      NothingToPrepare, [&](RmaOp* op, size_t offset, size_t n) {
+        return PostRead(rank, to + offset, n, raddr + offset, s, op);
+      });
 }
 
 bool OfiConduit::WriteLongPayload(Endpoint ep, Rank dest, const void* src,
@@ -1450,37 +1451,18 @@ bool OfiConduit::WriteLongPayload(Endpoint ep, Rank dest, const void* src,
   const RemoteSegment& s = CheckRemote("a Long's payload", dest, to, len);
   rma::Counter done;
   done.Start(1);
-  const uint64_t chunks = (len + max_rma_ - 1) / max_rma_;
-  auto progress = [this, replies_only] { return Progress(replies_only); };
   const auto* from = static_cast<const unsigned char*>(src);
   const uint64_t raddr = RemoteAddress(s, to);
-  RmaOp* head = nullptr;
-  PoliteSpinWait spin(polite_);
-  for (uint64_t i = 0; i < chunks; ++i) {
-    const bool may_refuse = immediate && i == 0;
-    const size_t offset = i * max_rma_;
-    const size_t n = std::min(max_rma_, len - offset);
-    RmaOp* op = WaitFor([this] { return rma_pool_->Get(); }, may_refuse,
-                        polite_, progress);
-    if (op == nullptr) return false;
-    if (i == 0) {
-      head = op;
-      head->remaining.store(chunks, std::memory_order_relaxed);
-      head->rc = &done;
-      head->lc = nullptr;
-    }
-    op->head = head;
-    op->bbuf = nullptr;
-    while (!PostWrite(ep, dest, from + offset, n, raddr + offset, s, op, 0)) {
-      if (may_refuse) {
-        rma_pool_->Put(op);
-        return false;
-      }
-      if (progress() == 0) spin.Pause();
-    }
+  if (!StartChunks(len, max_rma_, immediate, replies_only, done, nullptr,
+                   NothingToPrepare, [&](RmaOp* op, size_t offset, size_t n) {
+                     return PostWrite(ep, dest, from + offset, n,
+                                      raddr + offset, s, op, 0);
+                   })) {
+    return false;
   }
+  PoliteSpinWait spin(polite_);
   while (!done.Done()) {
-    if (progress() == 0) spin.Pause();
+    if (Progress(replies_only) == 0) spin.Pause();
   }
   return true;
 }

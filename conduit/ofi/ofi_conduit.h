@@ -196,6 +196,15 @@ class OfiConduit final : public core::Conduit {
                  uint64_t flags);
   bool PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
                 const RemoteSegment& s, RmaOp* op);
+  // Starts an RMA of `len` bytes in chunks of at most `chunk`, one RmaOp
+  // each (the first holds the count and completes `rc` and `lc` after the
+  // last): `prepare(op, offset, n, may_refuse, progress)` readies a chunk
+  // (false: refused), `post(op, offset, n)` posts it (false: not yet,
+  // retried after progress). false: `immediate`, and nothing was started.
+  template <typename Prepare, typename Post>
+  bool StartChunks(size_t len, size_t chunk, bool immediate, bool replies_only,
+                   rma::Counter& rc, rma::Counter* lc, Prepare prepare,
+                   Post post);
   // Writes a Long's payload to `dest`'s segment and waits for delivery.
   bool WriteLongPayload(Endpoint ep, Rank dest, const void* src, size_t len,
                         uint64_t long_dest, bool immediate, bool replies_only);
