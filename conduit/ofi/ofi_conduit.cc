@@ -5,6 +5,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +18,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -54,11 +58,40 @@ struct WireHeader {
 };
 static_assert(sizeof(WireHeader) == 12, "the header is packed by hand");
 
-// Where the arguments end: header, source rank (unless CQ data carries
-// it), a Long's destination, the arguments.
-constexpr size_t ArgsEnd(bool cq_data, bool is_long, unsigned nargs) {
-  return sizeof(WireHeader) + (cq_data ? 0 : 4) + (is_long ? 8 : 0) +
-         4 * size_t{nargs};
+// An AM's header fields, wherever they travel: in a WireHeader at the
+// front of the message, or (GASNET_OFI_TAGGED_AM) in the 64-bit tag.
+struct AmHeader {
+  uint8_t flags = 0;
+  uint8_t handler = 0;
+  uint8_t nargs = 0;
+  uint16_t credits = 0;
+  uint32_t len = 0;  // payload bytes (a Long's, wherever they travel)
+  uint32_t source = 0;
+  uint64_t long_dest = 0;
+};
+
+// The tag's layout: flags, handler, argument count, credits, and the
+// source rank in the top 24 bits unless CQ data carries it. A tagged
+// message's body is a Long's destination and payload length (16 bytes),
+// the arguments, then the payload; a Medium's length is what follows its
+// arguments (and padding).
+constexpr int kTagCreditsShift = 24;
+constexpr int kTagSourceShift = 40;
+constexpr uint32_t kMaxTaggedSource = (1u << 24) - 1;
+
+// Bytes before the arguments: the header (source rank unless CQ data
+// carries it; a Long's destination) or, tagged, only a Long's fields.
+template <bool kCqData, bool kTagged>
+constexpr size_t PrefixBytes(bool is_long) {
+  if constexpr (kTagged) {
+    return is_long ? 16 : 0;
+  } else {
+    return sizeof(WireHeader) + (kCqData ? 0 : 4) + (is_long ? 8 : 0);
+  }
+}
+template <bool kCqData, bool kTagged>
+constexpr size_t ArgsEnd(bool is_long, unsigned nargs) {
+  return PrefixBytes<kCqData, kTagged>(is_long) + 4 * size_t{nargs};
 }
 // The payload starts 8-byte aligned (relative to the message).
 constexpr size_t PayloadOffset(size_t args_end) {
@@ -66,7 +99,86 @@ constexpr size_t PayloadOffset(size_t args_end) {
 }
 // The largest header, arguments and padding of any message.
 constexpr size_t kMaxOverhead =
-    PayloadOffset(ArgsEnd(false, true, am::kMaxArgs));
+    PayloadOffset(ArgsEnd<false, false>(true, am::kMaxArgs));
+
+// Writes `h`'s prefix at `out` (and into `tag`); returns its length.
+template <bool kCqData, bool kTagged>
+size_t EncodeHeader(const AmHeader& h, bool is_long, unsigned char* out,
+                    uint64_t* tag) {
+  if constexpr (kTagged) {
+    *tag = uint64_t{h.flags} | uint64_t{h.handler} << 8 |
+           uint64_t{h.nargs} << 16 | uint64_t{h.credits} << kTagCreditsShift |
+           (kCqData ? 0 : uint64_t{h.source} << kTagSourceShift);
+    if (!is_long) return 0;
+    std::memcpy(out, &h.long_dest, 8);
+    std::memcpy(out + 8, &h.len, 4);
+    std::memset(out + 12, 0, 4);
+    return 16;
+  } else {
+    *tag = 0;
+    WireHeader w{};
+    w.flags = h.flags;
+    w.handler = h.handler;
+    w.nargs = h.nargs;
+    w.credits = h.credits;
+    w.len = h.len;
+    std::memcpy(out, &w, sizeof w);
+    size_t off = sizeof w;
+    if constexpr (!kCqData) {
+      std::memcpy(out + off, &h.source, 4);
+      off += 4;
+    }
+    if (is_long) {
+      std::memcpy(out + off, &h.long_dest, 8);
+      off += 8;
+    }
+    return off;
+  }
+}
+
+// Reads the header of the message [msg, +len) (with its CQ data and tag)
+// into `h`; false when the message is too short for it. A tagged
+// Medium's length is set later, from where its arguments end.
+template <bool kCqData, bool kTagged>
+bool DecodeHeader(const unsigned char* msg, size_t len, uint64_t cq_data,
+                  uint64_t tag, AmHeader* h) {
+  if constexpr (kTagged) {
+    h->flags = static_cast<uint8_t>(tag);
+    h->handler = static_cast<uint8_t>(tag >> 8);
+    h->nargs = static_cast<uint8_t>(tag >> 16);
+    h->credits = static_cast<uint16_t>(tag >> kTagCreditsShift);
+    h->source = kCqData ? static_cast<uint32_t>(cq_data)
+                        : static_cast<uint32_t>(tag >> kTagSourceShift);
+    h->len = 0;
+    if ((h->flags & 3) == static_cast<uint8_t>(Category::kLong)) {
+      if (len < 16) return false;
+      std::memcpy(&h->long_dest, msg, 8);
+      std::memcpy(&h->len, msg + 8, 4);
+    }
+    return true;
+  } else {
+    WireHeader w;
+    if (len < PrefixBytes<kCqData, false>(false)) return false;
+    std::memcpy(&w, msg, sizeof w);
+    h->flags = w.flags;
+    h->handler = w.handler;
+    h->nargs = w.nargs;
+    h->credits = w.credits;
+    h->len = w.len;
+    size_t off = sizeof w;
+    if constexpr (kCqData) {
+      h->source = static_cast<uint32_t>(cq_data);
+    } else {
+      std::memcpy(&h->source, msg + off, 4);
+      off += 4;
+    }
+    if ((h->flags & 3) == static_cast<uint8_t>(Category::kLong)) {
+      if (len < off + 8) return false;
+      std::memcpy(&h->long_dest, msg + off, 8);
+    }
+    return true;
+  }
+}
 
 // Messages of at most this many bytes are built on the stack and injected.
 constexpr size_t kMaxInject = 4096;
@@ -173,6 +285,62 @@ struct OfiConduit::ReplyHandle {
   Rank source = 0;
   bool replied = false;
 };
+
+// A transmit context. The first sends Requests from the request endpoint
+// and Replies and RMA from the reply endpoint, its completions arriving
+// with their receives; each further one (PAR mode) is a transmit-only
+// endpoint of its own, sending everything, with a completion queue of
+// its own.
+struct OfiConduit::Lane {
+  // What goes to a peer's endpoint e leaves from ep[e].
+  fid_ep* ep[kEndpoints] = {nullptr, nullptr};
+  fid_ep* own = nullptr;  // lanes after the first
+  fid_cq* cq = nullptr;
+  // Per destination endpoint, the peers sent to (Fini flushes those).
+  std::unique_ptr<std::atomic<uint8_t>[]> unflushed[kEndpoints];
+  // Serialises reading `cq` (lanes after the first).
+  std::mutex mutex;
+};
+
+// The dispatch table (see MakePaths).
+struct OfiConduit::Paths {
+  core::SendStatus (OfiConduit::*send)(Rank, ReplyHandle*,
+                                       const core::Outbound&, bool, bool);
+  void (OfiConduit::*commit)(core::Reservation&, const core::Outbound&);
+  int (OfiConduit::*drain_rx)(Endpoint, int);
+  void (OfiConduit::*rma_posted)(Lane&);
+};
+
+template <bool kCqData, bool kTagged, bool kInject, bool kManual>
+constexpr OfiConduit::Paths OfiConduit::MakePaths() {
+  return Paths{&OfiConduit::Send<kCqData, kTagged, kInject>,
+               &OfiConduit::CommitInPlace<kCqData, kTagged, kInject>,
+               &OfiConduit::DrainRx<kCqData, kTagged>,
+               &OfiConduit::RmaPosted<kManual>};
+}
+
+// Index bits: 8 CQ data, 4 tagged, 2 inject, 1 manual progress.
+template <size_t... I>
+const OfiConduit::Paths& OfiConduit::SelectPaths(size_t index,
+                                                 std::index_sequence<I...>) {
+  static constexpr Paths kAll[] = {
+      MakePaths<(I & 8) != 0, (I & 4) != 0, (I & 2) != 0, (I & 1) != 0>()...};
+  return kAll[index];
+}
+
+namespace {
+// The calling thread's transmit context (an index into lanes_; ~0: none
+// yet).
+thread_local uint32_t tl_lane = ~0u;
+}  // namespace
+
+OfiConduit::Lane& OfiConduit::MyLane() {
+  if (lanes_.size() == 1) return *lanes_[0];
+  if (tl_lane == ~0u) {
+    tl_lane = next_lane_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return *lanes_[tl_lane % lanes_.size()];
+}
 
 template <typename T>
 class OfiConduit::Pool {
@@ -303,6 +471,12 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   Requirements req;
   req.thread_safe = thread_safe_;
   req.multi_recv = settings_.multi_recv;
+  req.tagged = settings_.tagged_am;
+  if (settings_.data_progress == Settings::Progress::kManual) {
+    req.progress = FI_PROGRESS_MANUAL;
+  } else if (settings_.data_progress == Settings::Progress::kAuto) {
+    req.progress = FI_PROGRESS_AUTO;
+  }
   if (settings_.list_devices &&
       settings_.list_devices_nodes.Contains(static_cast<int64_t>(rank_))) {
     absl::StatusOr<Candidates> c = FindCandidates(req);
@@ -328,6 +502,14 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
 
   const fi_domain_attr& dom = *info_->domain_attr;
   cq_data_ = settings_.use_cq_data && dom.cq_data_size >= sizeof(uint32_t);
+  tagged_ = settings_.tagged_am;
+  manual_ = dom.data_progress == FI_PROGRESS_MANUAL;
+  if (tagged_ && !cq_data_ && size_ > kMaxTaggedSource + 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GASNET_OFI_TAGGED_AM=yes: a job of %u ranks needs the source rank "
+        "in remote CQ data (at most %u ranks fit in the tag)",
+        size_, kMaxTaggedSource + 1));
+  }
   virt_addr_ = (dom.mr_mode & FI_MR_VIRT_ADDR) != 0;
   prov_key_ = (dom.mr_mode & FI_MR_PROV_KEY) != 0;
   mr_endpoint_ = (dom.mr_mode & FI_MR_ENDPOINT) != 0;
@@ -350,6 +532,13 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
         settings_.receive_buff_size, max_message_, settings_.max_medium));
   }
 
+  // The dispatch table.
+  const bool inject =
+      am_inject_ > 0 && am_inject_ >= PayloadOffsetFor(false, 0);
+  paths_ = &SelectPaths((cq_data_ ? 8 : 0) | (tagged_ ? 4 : 0) |
+                            (inject ? 2 : 0) | (manual_ ? 1 : 0),
+                        std::make_index_sequence<16>());
+
   if (int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) {
     return absl::InternalError(
         absl::StrFormat("fi_fabric (%s): %s", Describe(*info_), FiError(rc)));
@@ -360,13 +549,25 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   }
   fi_av_attr av{};
   av.type = dom.av_type == FI_AV_UNSPEC ? FI_AV_TABLE : dom.av_type;
-  av.count = 2 * static_cast<size_t>(size_);
+  // Transmit contexts: several only in PAR mode.
+  size_t lanes = 1;
+  if (thread_safe_) {
+    lanes = settings_.num_tx_contexts;
+    if (lanes == 0) {
+      cpu_set_t cpus;
+      const int n =
+          sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+      lanes = static_cast<size_t>(std::clamp(n, 1, 4));
+    }
+  }
+  av.count = (kEndpoints + lanes - 1) * static_cast<size_t>(size_);
   if (int rc = fi_av_open(domain_, &av, &av_, nullptr); rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_av_open: %s", FiError(rc)));
   }
   for (int e = 0; e < kEndpoints; ++e) {
-    if (absl::Status s = OpenEndpoint(e); !s.ok()) return s;
+    if (absl::Status s = OpenEndpoint(e, &ep_[e], &cq_[e]); !s.ok()) return s;
   }
+  if (absl::Status s = OpenLanes(lanes); !s.ok()) return s;
 
   // Receive buffers go up before any peer can know our address.
   const size_t rx_size =
@@ -382,39 +583,84 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
     }
   }
 
-  // Address exchange: both endpoints of every rank.
+  // Address exchange: both endpoints of every rank, then (when any rank
+  // has several transmit contexts) the further contexts' endpoints, which
+  // every peer puts in its address vector too (a provider may need to
+  // know where a message came from).
   struct WireNames {
+    uint32_t lanes;
     uint32_t len[kEndpoints];
     char name[kEndpoints][256];
   };
-  WireNames mine{};
-  for (int e = 0; e < kEndpoints; ++e) {
-    size_t len = sizeof mine.name[e];
-    if (int rc = fi_getname(&ep_[e]->fid, mine.name[e], &len); rc != 0) {
+  struct Name {
+    uint32_t len = 0;
+    char name[256] = {};
+  };
+  auto get_name = [](fid_ep* ep, Name* out) -> absl::Status {
+    size_t len = sizeof out->name;
+    if (int rc = fi_getname(&ep->fid, out->name, &len); rc != 0) {
       return absl::InternalError(absl::StrFormat(
           "fi_getname: %s (an address of %u bytes?)", FiError(rc), len));
     }
-    mine.len[e] = static_cast<uint32_t>(len);
+    out->len = static_cast<uint32_t>(len);
+    return absl::OkStatus();
+  };
+  WireNames mine{};
+  mine.lanes = static_cast<uint32_t>(lanes_.size());
+  for (int e = 0; e < kEndpoints; ++e) {
+    Name n;
+    if (absl::Status s = get_name(ep_[e], &n); !s.ok()) return s;
+    mine.len[e] = n.len;
+    std::memcpy(mine.name[e], n.name, sizeof n.name);
   }
   std::vector<WireNames> all(size_);
   bootstrap_->Allgather(&mine, sizeof mine, all.data());
+  auto insert = [this](const void* name, Rank r) -> absl::StatusOr<fi_addr_t> {
+    fi_addr_t a = FI_ADDR_NOTAVAIL;
+    const int n = fi_av_insert(av_, name, 1, &a, 0, nullptr);
+    if (n != 1) {
+      return absl::InternalError(
+          absl::StrFormat("fi_av_insert of rank %u's address: %s", r,
+                          n < 0 ? FiError(n) : std::string("not inserted")));
+    }
+    return a;
+  };
   addresses_.assign(2 * static_cast<size_t>(size_), FI_ADDR_NOTAVAIL);
+  peer_lanes_.assign(size_, 1);
+  uint32_t most_lanes = 1;
   for (Rank r = 0; r < size_; ++r) {
+    peer_lanes_[r] = std::max<uint32_t>(all[r].lanes, 1);
+    most_lanes = std::max(most_lanes, peer_lanes_[r]);
     for (int e = 0; e < kEndpoints; ++e) {
-      fi_addr_t a = FI_ADDR_NOTAVAIL;
-      const int n = fi_av_insert(av_, all[r].name[e], 1, &a, 0, nullptr);
-      if (n != 1) {
-        return absl::InternalError(
-            absl::StrFormat("fi_av_insert of rank %u's address: %s", r,
-                            n < 0 ? FiError(n) : std::string("not inserted")));
+      absl::StatusOr<fi_addr_t> a = insert(all[r].name[e], r);
+      if (!a.ok()) return a.status();
+      addresses_[2 * static_cast<size_t>(r) + e] = *a;
+    }
+  }
+  if (most_lanes > 1) {
+    std::vector<Name> extra(most_lanes - 1);
+    for (size_t k = 1; k < lanes_.size(); ++k) {
+      if (absl::Status s = get_name(lanes_[k]->own, &extra[k - 1]); !s.ok()) {
+        return s;
       }
-      addresses_[2 * static_cast<size_t>(r) + e] = a;
+    }
+    std::vector<Name> every(static_cast<size_t>(size_) * extra.size());
+    bootstrap_->Allgather(extra.data(), extra.size() * sizeof(Name),
+                          every.data());
+    for (Rank r = 0; r < size_; ++r) {
+      for (uint32_t k = 1; k < peer_lanes_[r]; ++k) {
+        absl::StatusOr<fi_addr_t> a =
+            insert(every[r * extra.size() + k - 1].name, r);
+        if (!a.ok()) return a.status();
+      }
     }
   }
 
-  for (auto& marks : unflushed_) {
-    marks.reset(new std::atomic<uint8_t>[size_]);
-    for (Rank r = 0; r < size_; ++r) marks[r].store(0);
+  for (auto& lane : lanes_) {
+    for (auto& marks : lane->unflushed) {
+      marks.reset(new std::atomic<uint8_t>[size_]);
+      for (Rank r = 0; r < size_; ++r) marks[r].store(0);
+    }
   }
 
   // Pools.
@@ -461,27 +707,30 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   }
   credits_ = std::make_unique<am::Credits>(size_, *credit);
 
-  send_am_ = cq_data_ ? &OfiConduit::SendAm<true> : &OfiConduit::SendAm<false>;
-  drain_rx_ =
-      cq_data_ ? &OfiConduit::DrainRx<true> : &OfiConduit::DrainRx<false>;
   DropLibrarySignalHandlers();
   return Connect(*args.map);
 }
 
-absl::Status OfiConduit::OpenEndpoint(int e) {
+absl::Status OfiConduit::OpenEndpoint(int e, fid_ep** ep, fid_cq** cq) {
+  const bool receives = e < kEndpoints;
   // One completion queue per endpoint for its sends, RMA and receives: a
   // poll is one fi_cq_read per endpoint (with tcp;ofi_rxm each read is a
   // progress pass with a system call, so separate queues cost a round
   // trip a quarter more). A Reply's wait polls only the reply endpoint's,
   // which holds everything a Reply's send needs (its buffers, its Long
   // payload's write, Puts and Gets).
+  // A transmit context's own endpoint receives nothing: its queue holds
+  // only the completions of what it sent.
   fi_cq_attr attr{};
-  attr.format = FI_CQ_FORMAT_DATA;
+  attr.format = !receives ? FI_CQ_FORMAT_CONTEXT
+                : tagged_ ? FI_CQ_FORMAT_TAGGED
+                          : FI_CQ_FORMAT_DATA;
   attr.wait_obj = FI_WAIT_NONE;
-  attr.size = settings_.tx_cq_size != 0 && settings_.rx_cq_size != 0
+  attr.size = !receives ? settings_.tx_cq_size
+              : settings_.tx_cq_size != 0 && settings_.rx_cq_size != 0
                   ? settings_.tx_cq_size + settings_.rx_cq_size
                   : std::max(settings_.tx_cq_size, settings_.rx_cq_size);
-  if (int rc = fi_cq_open(domain_, &attr, &cq_[e], nullptr); rc != 0) {
+  if (int rc = fi_cq_open(domain_, &attr, cq, nullptr); rc != 0) {
     return absl::InternalError(absl::StrFormat(
         "fi_cq_open (GASNET_OFI_TX_CQ_SIZE=%u, GASNET_OFI_RX_CQ_SIZE=%u): %s",
         settings_.tx_cq_size, settings_.rx_cq_size, FiError(rc)));
@@ -515,31 +764,48 @@ absl::Status OfiConduit::OpenEndpoint(int e) {
     named->src_addrlen = name.size() + 1;
     info = named.get();
   }
-  if (int rc =
-          fi_endpoint(domain_, const_cast<fi_info*>(info), &ep_[e], nullptr);
+  if (int rc = fi_endpoint(domain_, const_cast<fi_info*>(info), ep, nullptr);
       rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_endpoint: %s", FiError(rc)));
   }
-  int rc = fi_ep_bind(ep_[e], &av_->fid, 0);
-  if (rc == 0) rc = fi_ep_bind(ep_[e], &cq_[e]->fid, FI_TRANSMIT | FI_RECV);
+  int rc = fi_ep_bind(*ep, &av_->fid, 0);
+  if (rc == 0) rc = fi_ep_bind(*ep, &(*cq)->fid, FI_TRANSMIT | FI_RECV);
   if (rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_ep_bind: %s", FiError(rc)));
   }
-  if (int r = fi_enable(ep_[e]); r != 0) {
+  if (int r = fi_enable(*ep); r != 0) {
     return absl::InternalError(absl::StrFormat("fi_enable: %s", FiError(r)));
   }
   // After fi_enable: shm (libfabric 1.17) creates the receive context the
   // option lives in only then, and crashes when it is set before.
-  if (settings_.multi_recv) {
+  if (receives && settings_.multi_recv) {
     // A message never straddles two buffers: the provider releases a
     // buffer once less than the largest message fits.
     size_t min = max_message_;
-    if (int r = fi_setopt(&ep_[e]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+    if (int r = fi_setopt(&(*ep)->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
                           &min, sizeof min);
         r != 0) {
       return absl::InternalError(
           absl::StrFormat("fi_setopt(FI_OPT_MIN_MULTI_RECV): %s", FiError(r)));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OfiConduit::OpenLanes(size_t count) {
+  for (size_t k = 0; k < count; ++k) {
+    auto lane = std::make_unique<Lane>();
+    if (k == 0) {
+      for (int e = 0; e < kEndpoints; ++e) lane->ep[e] = ep_[e];
+    } else {
+      if (absl::Status s = OpenEndpoint(kEndpoints + static_cast<int>(k) - 1,
+                                        &lane->own, &lane->cq);
+          !s.ok()) {
+        return s;
+      }
+      for (int e = 0; e < kEndpoints; ++e) lane->ep[e] = lane->own;
+    }
+    lanes_.push_back(std::move(lane));
   }
   return absl::OkStatus();
 }
@@ -552,12 +818,20 @@ absl::Status OfiConduit::PostReceive(RxBuffer* b) {
   msg.addr = FI_ADDR_UNSPEC;
   msg.context = &b->fi;
   const uint64_t flags = settings_.multi_recv ? FI_MULTI_RECV : 0;
+  fi_msg_tagged tmsg{};
+  tmsg.msg_iov = &iov;
+  tmsg.iov_count = 1;
+  tmsg.addr = FI_ADDR_UNSPEC;
+  tmsg.context = &b->fi;
+  tmsg.tag = 0;
+  tmsg.ignore = ~uint64_t{0};  // any tag: the tag is the header
   PoliteSpinWait spin(polite_);
   for (;;) {
     ssize_t rc;
     {
       const InLibfabric in;
-      rc = fi_recvmsg(ep_[b->ep], &msg, flags);
+      rc = tagged_ ? fi_trecvmsg(ep_[b->ep], &tmsg, 0)
+                   : fi_recvmsg(ep_[b->ep], &msg, flags);
     }
     if (rc == 0) return absl::OkStatus();
     if (rc != -FI_EAGAIN) {
@@ -565,7 +839,7 @@ absl::Status OfiConduit::PostReceive(RxBuffer* b) {
           absl::StrFormat("fi_recvmsg: %s", FiError(rc)));
     }
     // Some providers (udp;ofi_rxd) ask to be progressed first.
-    (this->*drain_rx_)(static_cast<Endpoint>(b->ep), kCqBatch);
+    (this->*paths_->drain_rx)(static_cast<Endpoint>(b->ep), kCqBatch);
     spin.Pause();
   }
 }
@@ -580,55 +854,76 @@ void OfiConduit::RepostOrFatal(RxBuffer* b) {
 
 bool OfiConduit::SendMarkers(bool hello, absl::Time deadline,
                              const std::vector<Rank>& peers) {
-  // One marker per endpoint (the provider may read it until the send
-  // completes): a credits-only message carrying no credits, shaped like
-  // its endpoint's traffic (a Request or a Reply).
-  TxContext marker_ctx{};
-  marker_ctx.kind = TxContext::kFlush;
+  // One marker per destination endpoint (the provider may read it until
+  // the send completes): a credits-only message carrying no credits,
+  // shaped like its endpoint's traffic (a Request or a Reply), sent from
+  // every transmit context (at Fini: those that sent to that peer).
+  if (marker_ctx_ == nullptr) {
+    marker_ctx_ = std::make_unique<TxContext>();
+    marker_ctx_->kind = TxContext::kFlush;
+  }
   unsigned char markers[kEndpoints][sizeof(WireHeader) + sizeof(uint32_t)] = {};
+  uint64_t tags[kEndpoints] = {};
+  size_t marker_len = 0;
   for (int e = 0; e < kEndpoints; ++e) {
-    WireHeader h{};
+    AmHeader h;
     h.flags = kFlagCreditsOnly | (e == kRequestEp ? kFlagRequest : 0) |
               (hello ? kFlagHello : 0);
-    std::memcpy(markers[e], &h, sizeof h);
-    const uint32_t source = rank_;
-    std::memcpy(markers[e] + sizeof h, &source, sizeof source);
+    h.source = rank_;
+    marker_len =
+        tagged_    ? EncodeHeader<false, true>(h, false, markers[e], &tags[e])
+        : cq_data_ ? EncodeHeader<true, false>(h, false, markers[e], &tags[e])
+                   : EncodeHeader<false, false>(h, false, markers[e], &tags[e]);
   }
-  const size_t marker_len =
-      cq_data_ ? sizeof(WireHeader) : sizeof(WireHeader) + sizeof(uint32_t);
   PoliteSpinWait spin(polite_);
-  for (int e = 0; e < kEndpoints; ++e) {
-    for (Rank r : peers) {
-      if (!hello && unflushed_[e][r].load(std::memory_order_relaxed) == 0) {
-        continue;
-      }
-      iovec iov{markers[e], marker_len};
-      fi_msg msg{};
-      msg.msg_iov = &iov;
-      msg.iov_count = 1;
-      msg.addr = addresses_[2 * static_cast<size_t>(r) + e];
-      msg.context = &marker_ctx.fi;
-      msg.data = rank_;
-      const uint64_t flags = FI_COMPLETION | FI_TRANSMIT_COMPLETE |
-                             (cq_data_ ? FI_REMOTE_CQ_DATA : 0);
-      for (;;) {
-        ssize_t rc;
-        {
-          const InLibfabric in;
-          rc = fi_sendmsg(ep_[e], &msg, flags);
+  auto poll = [this] { return Poll() + DrainAllLanes(); };
+  for (auto& lane : lanes_) {
+    for (int e = 0; e < kEndpoints; ++e) {
+      for (Rank r : peers) {
+        if (!hello &&
+            lane->unflushed[e][r].load(std::memory_order_relaxed) == 0) {
+          continue;
         }
-        if (rc == 0) {
-          flush_pending_.fetch_add(1, std::memory_order_relaxed);
-          break;
+        iovec iov{markers[e], marker_len};
+        const fi_addr_t to = addresses_[2 * static_cast<size_t>(r) + e];
+        const uint64_t flags = FI_COMPLETION | FI_TRANSMIT_COMPLETE |
+                               (cq_data_ ? FI_REMOTE_CQ_DATA : 0);
+        for (;;) {
+          ssize_t rc;
+          {
+            const InLibfabric in;
+            if (tagged_) {
+              fi_msg_tagged msg{};
+              msg.msg_iov = &iov;
+              msg.iov_count = 1;
+              msg.addr = to;
+              msg.context = &marker_ctx_->fi;
+              msg.data = rank_;
+              msg.tag = tags[e];
+              rc = fi_tsendmsg(lane->ep[e], &msg, flags);
+            } else {
+              fi_msg msg{};
+              msg.msg_iov = &iov;
+              msg.iov_count = 1;
+              msg.addr = to;
+              msg.context = &marker_ctx_->fi;
+              msg.data = rank_;
+              rc = fi_sendmsg(lane->ep[e], &msg, flags);
+            }
+          }
+          if (rc == 0) {
+            flush_pending_.fetch_add(1, std::memory_order_relaxed);
+            break;
+          }
+          if (!NotYet(rc, r) || absl::Now() > deadline) break;
+          if (poll() == 0) spin.Pause();
         }
-        if (!NotYet(rc, r) || absl::Now() > deadline) break;
-        if (Poll() == 0) spin.Pause();
       }
     }
   }
   while (flush_pending_.load(std::memory_order_acquire) > 0 &&
          absl::Now() < deadline) {
-    if (Poll() == 0) spin.Pause();
+    if (poll() == 0) spin.Pause();
   }
   return flush_pending_.load(std::memory_order_acquire) == 0;
 }
@@ -649,11 +944,12 @@ absl::Status OfiConduit::Connect(const NodeMap& map) {
   if (peers.empty()) return absl::OkStatus();
   const absl::Time deadline = absl::Now() + kConnectFor;
   const bool sent = SendMarkers(/*hello=*/true, deadline, peers);
-  const uint64_t expected = kEndpoints * peers.size();
+  uint64_t expected = 0;
+  for (Rank r : peers) expected += kEndpoints * uint64_t{peer_lanes_[r]};
   PoliteSpinWait spin(polite_);
   while (hellos_received_.load(std::memory_order_relaxed) < expected &&
          absl::Now() < deadline) {
-    if (Poll() == 0) spin.Pause();
+    if (Poll() + DrainAllLanes() == 0) spin.Pause();
   }
   if (!sent || hellos_received_.load() < expected) {
     return absl::DeadlineExceededError(absl::StrFormat(
@@ -686,7 +982,7 @@ void OfiConduit::Flush() {
   const absl::Time linger = absl::Now() + kLingerFor;
   PoliteSpinWait spin(polite_);
   while (absl::Now() < linger) {
-    if (Poll() == 0) spin.Pause();
+    if (Poll() + DrainAllLanes() == 0) spin.Pause();
   }
 }
 
@@ -702,6 +998,12 @@ void OfiConduit::Fini() {
   // about to end: the endpoints stay open, later calls do nothing, and
   // the launcher removes what shm left in /dev/shm (named after the job).
   if (thread_safe_) return;
+  for (auto& lane : lanes_) {
+    if (lane->own != nullptr) fi_close(&lane->own->fid);
+    if (lane->cq != nullptr) fi_close(&lane->cq->fid);
+    lane->own = nullptr;
+    lane->cq = nullptr;
+  }
   for (int e = 0; e < kEndpoints; ++e) {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
     ep_[e] = nullptr;
@@ -750,15 +1052,82 @@ bool OfiConduit::Interrupted() {
 
 int OfiConduit::Poll() {
   if (Interrupted()) return 0;
-  return (this->*drain_rx_)(kReplyEp, kPollBudget) +
-         (this->*drain_rx_)(kRequestEp, kPollBudget);
+  int n = (this->*paths_->drain_rx)(kReplyEp, kPollBudget) +
+          (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
+  if (lanes_.size() > 1) n += DrainLanes(MyLane());
+  return n;
 }
 
 int OfiConduit::Progress(bool replies_only) {
   if (Interrupted()) return others_.Poll(replies_only);
-  int n = (this->*drain_rx_)(kReplyEp, kPollBudget);
-  if (!replies_only) n += (this->*drain_rx_)(kRequestEp, kPollBudget);
+  // (A transmit context's own queue holds no receives: a Reply's wait may
+  // read it.)
+  int n = (this->*paths_->drain_rx)(kReplyEp, kPollBudget);
+  if (!replies_only) n += (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
+  if (lanes_.size() > 1) n += DrainLanes(MyLane());
   return n + others_.Poll(replies_only);
+}
+
+int OfiConduit::DrainLane(Lane& lane) {
+  if (lane.cq == nullptr) return 0;
+  int done = 0;
+  for (;;) {
+    fi_cq_entry e[kCqBatch];
+    ssize_t n;
+    {
+      std::unique_lock<std::mutex> lock(lane.mutex, std::try_to_lock);
+      if (!lock.owns_lock()) return done;  // another thread is reading it
+      const InLibfabric in;
+      n = fi_cq_read(lane.cq, e, kCqBatch);
+    }
+    if (n == -FI_EAGAIN) return done;
+    if (n < 0) {
+      if (n == -FI_EAVAIL) {
+        CqError(lane.cq);
+        continue;
+      }
+      FatalErrorF("ofi conduit: rank %u: fi_cq_read: %s", rank_, FiError(n));
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      Complete(static_cast<TxContext*>(e[i].op_context));
+    }
+    done += static_cast<int>(n);
+    if (n < kCqBatch) return done;
+  }
+}
+
+int OfiConduit::DrainLanes(Lane& lane) {
+  // The thread's own, and one other in turn: a context whose threads have
+  // stopped sending still has its completions read.
+  const uint32_t turn = lane_turn_.fetch_add(1, std::memory_order_relaxed);
+  Lane& other = *lanes_[1 + turn % (lanes_.size() - 1)];
+  return DrainLane(lane) + (&other != &lane ? DrainLane(other) : 0);
+}
+
+int OfiConduit::DrainAllLanes() {
+  int n = 0;
+  for (size_t k = 1; k < lanes_.size(); ++k) n += DrainLane(*lanes_[k]);
+  return n;
+}
+
+void OfiConduit::CqError(fid_cq* cq) {
+  fi_cq_err_entry err{};
+  if (const ssize_t rc = fi_cq_readerr(cq, &err, 0); rc <= 0) {
+    FatalErrorF(
+        "ofi conduit: rank %u: fi_cq_read: an error entry that "
+        "fi_cq_readerr cannot read (%s)",
+        rank_, FiError(rc));
+  }
+  const bool send = IsTransmit(err.flags);
+  if (finishing_.load(std::memory_order_relaxed) || err.err == FI_ECANCELED) {
+    // As the job ends (a peer or this rank closing), what fails is waited
+    // for by nobody: a send's resources are released.
+    if (send) Complete(static_cast<TxContext*>(err.op_context));
+    return;
+  }
+  FatalErrorF("ofi conduit: rank %u: %s failed: %s (%s)", rank_,
+              send ? "a send or RMA" : "a receive", fi_strerror(err.err),
+              fi_cq_strerror(cq, err.prov_errno, err.err_data, nullptr, 0));
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
@@ -787,12 +1156,14 @@ void OfiConduit::Complete(TxContext* ctx) {
   if (last) rma_pool_->Put(head);
 }
 
-template <bool kCqData>
+template <bool kCqData, bool kTagged>
 int OfiConduit::DrainRx(Endpoint ep, int budget) {
+  using Entry =
+      std::conditional_t<kTagged, fi_cq_tagged_entry, fi_cq_data_entry>;
   if (cq_[ep] == nullptr) return 0;
   int delivered = 0;
   while (delivered < budget) {
-    fi_cq_data_entry e[kCqBatch];
+    Entry e[kCqBatch];
     ssize_t n;
     {
       // Under the lock, every buffer a completion points into is marked in
@@ -809,20 +1180,9 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
     }
     if (n == -FI_EAGAIN) break;
     if (n < 0) {
-      fi_cq_err_entry err{};
-      if (n == -FI_EAVAIL && fi_cq_readerr(cq_[ep], &err, 0) > 0) {
-        const bool send = IsTransmit(err.flags);
-        if (finishing_.load(std::memory_order_relaxed) ||
-            err.err == FI_ECANCELED) {
-          // As the job ends (a peer or this rank closing), what fails is
-          // waited for by nobody: a send's resources are released.
-          if (send) Complete(static_cast<TxContext*>(err.op_context));
-          continue;
-        }
-        FatalErrorF(
-            "ofi conduit: rank %u: %s failed: %s (%s)", rank_,
-            send ? "a send or RMA" : "a receive", fi_strerror(err.err),
-            fi_cq_strerror(cq_[ep], err.prov_errno, err.err_data, nullptr, 0));
+      if (n == -FI_EAVAIL) {
+        CqError(cq_[ep]);
+        continue;
       }
       FatalErrorF("ofi conduit: rank %u: fi_cq_read: %s", rank_, FiError(n));
     }
@@ -832,11 +1192,16 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
         continue;
       }
       auto* b = static_cast<RxBuffer*>(e[i].op_context);
-      if ((e[i].flags & FI_RECV) != 0 && e[i].len != 0) {
+      // A multi-receive buffer's release may come alone, with no message
+      // (length 0); a tagged message may be empty (all in its tag).
+      if ((e[i].flags & FI_RECV) != 0 &&
+          (!settings_.multi_recv || e[i].len != 0)) {
         const auto* msg = settings_.multi_recv
                               ? static_cast<const unsigned char*>(e[i].buf)
                               : b->data.get();
-        Deliver<kCqData>(ep, msg, e[i].len, e[i].data);
+        uint64_t tag = 0;
+        if constexpr (kTagged) tag = e[i].tag;
+        Deliver<kCqData, kTagged>(ep, msg, e[i].len, e[i].data, tag);
         ++delivered;
       }
       const bool released =
@@ -852,26 +1217,19 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
   return delivered;
 }
 
-template <bool kCqData>
+template <bool kCqData, bool kTagged>
 void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
-                         uint64_t cq_data) {
-  WireHeader h;
-  if (len < sizeof h) {
-    FatalErrorF("ofi conduit: rank %u: a message of %zu bytes", rank_, len);
+                         uint64_t cq_data, uint64_t tag) {
+  AmHeader h;
+  if (!DecodeHeader<kCqData, kTagged>(msg, len, cq_data, tag, &h)) {
+    FatalErrorF("ofi conduit: rank %u: a message of %zu bytes (tag 0x%x)",
+                rank_, len, tag);
   }
-  std::memcpy(&h, msg, sizeof h);
-  size_t off = sizeof h;
-  uint32_t source;
-  if constexpr (kCqData) {
-    source = static_cast<uint32_t>(cq_data);
-  } else {
-    std::memcpy(&source, msg + off, sizeof source);
-    off += sizeof source;
-  }
+  const uint32_t source = h.source;
   const auto category = static_cast<Category>(h.flags & 3);
   const bool is_request = (h.flags & kFlagRequest) != 0;
   const bool is_long = category == Category::kLong;
-  const size_t args_end = ArgsEnd(kCqData, is_long, h.nargs);
+  const size_t args_end = ArgsEnd<kCqData, kTagged>(is_long, h.nargs);
   if (source >= size_ || h.nargs > am::kMaxArgs || args_end > len ||
       is_request != (ep == kRequestEp) || (h.flags & 3) == 3) {
     FatalErrorF(
@@ -886,15 +1244,17 @@ void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
     }
     return;
   }
-
-  uint64_t long_dest = 0;
-  if (is_long) {
-    std::memcpy(&long_dest, msg + off, sizeof long_dest);
-    off += sizeof long_dest;
+  // A tagged Medium's length: what follows its arguments and padding.
+  if constexpr (kTagged) {
+    if (category == Category::kMedium && len > args_end) {
+      h.len =
+          static_cast<uint32_t>(len - std::min(len, PayloadOffset(args_end)));
+    }
   }
+  const uint64_t long_dest = h.long_dest;
   // The arguments, aligned (the message may sit anywhere in its buffer).
   uint32_t args[am::kMaxArgs];
-  std::memcpy(args, msg + off, 4 * size_t{h.nargs});
+  std::memcpy(args, msg + args_end - 4 * size_t{h.nargs}, 4 * size_t{h.nargs});
 
   core::Inbound in;
   in.source = source;
@@ -944,7 +1304,7 @@ void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
   sink_.Deliver(in);
   // No Reply went back: the Request's credit is owed, banked until the
   // slack is exceeded.
-  if (!reply.replied && credits_->Bank(source)) SendCredits<kCqData>(source);
+  if (!reply.replied && credits_->Bank(source)) SendCredits(source);
 }
 
 // ---------------------------------------------------------------------------
@@ -959,23 +1319,18 @@ core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
     FatalErrorF("ofi conduit: rank %u is not in the job (size %u)", dest,
                 size_);
   }
-  return (this->*send_am_)(dest, nullptr, m, immediate);
+  return (this->*paths_->send)(dest, nullptr, m, /*credits_only=*/false,
+                               immediate);
 }
 
 core::SendStatus OfiConduit::Reply(void* reply, const core::Outbound& m,
                                    bool immediate) {
   if (Interrupted()) return SendStatus::kOk;
   auto* handle = static_cast<ReplyHandle*>(reply);
-  return (this->*send_am_)(handle->source, handle, m, immediate);
+  return (this->*paths_->send)(handle->source, handle, m,
+                               /*credits_only=*/false, immediate);
 }
 
-template <bool kCqData>
-core::SendStatus OfiConduit::SendAm(Rank dest, ReplyHandle* reply,
-                                    const core::Outbound& m, bool immediate) {
-  return Send<kCqData>(dest, reply, m, /*credits_only=*/false, immediate);
-}
-
-template <bool kCqData>
 void OfiConduit::SendCredits(Rank dest) {
   core::Outbound m;
   ReplyHandle handle{dest, false};
@@ -984,35 +1339,53 @@ void OfiConduit::SendCredits(Rank dest) {
   // provider may then retry the connection forever (sockets does): the
   // credits are offered once, and banked again if they cannot go.
   const bool exiting = exit::ExitInProgress();
-  if (Send<kCqData>(dest, &handle, m, /*credits_only=*/true,
-                    /*immediate=*/exiting) == SendStatus::kOk) {
+  if ((this->*paths_->send)(dest, &handle, m, /*credits_only=*/true,
+                            /*immediate=*/exiting) == SendStatus::kOk) {
     counters_.credit_messages_sent.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-template <bool kCqData>
+size_t OfiConduit::PayloadOffsetFor(bool is_long, unsigned nargs) const {
+  const size_t args_end = tagged_    ? ArgsEnd<false, true>(is_long, nargs)
+                          : cq_data_ ? ArgsEnd<true, false>(is_long, nargs)
+                                     : ArgsEnd<false, false>(is_long, nargs);
+  return PayloadOffset(args_end);
+}
+
+namespace {
+
+// The checks every AM send makes.
+void CheckOutbound(bool request, const core::Outbound& m, size_t max_medium,
+                   size_t max_long) {
+  if (m.nargs > am::kMaxArgs ||
+      (m.category == Category::kMedium && m.len > max_medium) ||
+      (m.category == Category::kLong && m.len > max_long)) {
+    FatalErrorF(
+        "ofi conduit: a %s of %u arguments and %zu payload bytes (at most %u "
+        "arguments, Medium %zu, Long %zu bytes)",
+        request ? "Request" : "Reply", m.nargs, m.len, am::kMaxArgs, max_medium,
+        max_long);
+  }
+}
+
+}  // namespace
+
+template <bool kCqData, bool kTagged, bool kInject>
 core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
                                   const core::Outbound& m, bool credits_only,
                                   bool immediate) {
   const bool request = reply == nullptr;
   const bool is_long = m.category == Category::kLong;
-  if (m.nargs > am::kMaxArgs ||
-      (m.category == Category::kMedium && m.len > settings_.max_medium) ||
-      (is_long && m.len > MaxLong())) {
-    FatalErrorF(
-        "ofi conduit: a %s of %u arguments and %zu payload bytes (at most %u "
-        "arguments, Medium %zu, Long %zu bytes)",
-        request ? "Request" : "Reply", m.nargs, m.len, am::kMaxArgs,
-        settings_.max_medium, MaxLong());
-  }
+  CheckOutbound(request, m, settings_.max_medium, MaxLong());
   const Endpoint ep = request ? kRequestEp : kReplyEp;
   const bool replies_only = !request;
   const bool long_by_rma = is_long && m.len > settings_.max_medium;
   const size_t inline_len =
       (m.category == Category::kShort || long_by_rma) ? 0 : m.len;
-  const size_t args_end = ArgsEnd(kCqData, is_long, m.nargs);
+  const size_t args_end = ArgsEnd<kCqData, kTagged>(is_long, m.nargs);
   const size_t payload_at = PayloadOffset(args_end);
   const size_t total = inline_len != 0 ? payload_at + inline_len : args_end;
+  Lane& lane = MyLane();
 
   PoliteSpinWait spin(polite_);
   if (request && !credits_->TryAcquire(dest)) {
@@ -1030,16 +1403,17 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   // The payload travels on the message's own endpoint pair, so the header
   // that follows it arrives after it (FI_ORDER_SAW, required at Init) even
   // where a provider's delivery completion is only a transmit completion.
-  if (long_by_rma && !WriteLongPayload(ep, dest, m.payload, m.len, m.long_dest,
-                                       immediate, replies_only)) {
+  if (long_by_rma && !WriteLongPayload(lane, ep, dest, m.payload, m.len,
+                                       m.long_dest, immediate, replies_only)) {
     undo_credit();
     return SendStatus::kWouldBlock;
   }
 
-  unsigned char stack[kMaxInject];
+  const bool inject = kInject && total <= am_inject_;
+  unsigned char stack[kInject ? kMaxInject : 1];
   unsigned char* out = stack;
   SendBuffer* buffer = nullptr;
-  if (total > am_inject_) {
+  if (!inject) {
     Pool<SendBuffer>& pool = *send_pool_[ep];
     while ((buffer = pool.Get()) == nullptr) {
       if (immediate) {
@@ -1052,7 +1426,7 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   }
 
   const uint32_t banked = credits_->TakeBanked(dest);
-  WireHeader h{};
+  AmHeader h;
   h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3);
   if (request) h.flags |= kFlagRequest;
   if (credits_only) h.flags |= kFlagCreditsOnly;
@@ -1063,23 +1437,17 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   const uint32_t credits = banked + (request || credits_only ? 0 : 1);
   h.credits = static_cast<uint16_t>(std::min<uint32_t>(credits, 0xffff));
   h.len = static_cast<uint32_t>(m.len);
-  std::memcpy(out, &h, sizeof h);
-  size_t off = sizeof h;
-  if constexpr (!kCqData) {
-    const uint32_t source = rank_;
-    std::memcpy(out + off, &source, sizeof source);
-    off += sizeof source;
-  }
-  if (is_long) {
-    std::memcpy(out + off, &m.long_dest, sizeof m.long_dest);
-    off += sizeof m.long_dest;
-  }
+  h.source = rank_;
+  h.long_dest = m.long_dest;
+  uint64_t tag;
+  const size_t off = EncodeHeader<kCqData, kTagged>(h, is_long, out, &tag);
   if (m.nargs != 0) std::memcpy(out + off, m.args, 4 * size_t{m.nargs});
   if (inline_len != 0) {
     std::memset(out + args_end, 0, payload_at - args_end);
     std::memcpy(out + payload_at, m.payload, inline_len);
   }
-  if (!Transmit(ep, dest, out, total, buffer, immediate, replies_only)) {
+  if (!Transmit<kCqData, kTagged>(lane, ep, dest, out, total, tag, buffer,
+                                  inject, immediate, replies_only)) {
     if (buffer != nullptr) send_pool_[ep]->Put(buffer);
     for (uint32_t i = 0; i < banked; ++i) credits_->Bank(dest);
     undo_credit();
@@ -1096,29 +1464,151 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   return SendStatus::kOk;
 }
 
-bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
-                          SendBuffer* buffer, bool immediate,
-                          bool replies_only) {
+// Negotiated payload. Reserve claims the Request's credit and a send
+// buffer, and points the client at the payload's place in it; Commit
+// writes the header in front and sends the buffer as it is.
+// state[0]: the SendBuffer (0: core's default handles this one).
+
+core::SendStatus OfiConduit::Reserve(core::Reservation& r, size_t max_payload,
+                                     bool immediate) {
+  r.state[0] = 0;
+  if (r.category != Category::kMedium || Interrupted()) {
+    return Conduit::Reserve(r, max_payload, immediate);
+  }
+  const bool request = r.is_request;
+  const Rank dest =
+      request ? r.dest : static_cast<ReplyHandle*>(r.reply)->source;
+  if (request && dest >= size_) {
+    FatalErrorF("ofi conduit: rank %u is not in the job (size %u)", dest,
+                size_);
+  }
+  PoliteSpinWait spin(polite_);
+  if (request && !credits_->TryAcquire(dest)) {
+    counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+    if (immediate) return SendStatus::kWouldBlock;
+    do {
+      if (Progress(/*replies_only=*/false) == 0) spin.Pause();
+    } while (!credits_->TryAcquire(dest));
+  }
+  const Endpoint ep = request ? kRequestEp : kReplyEp;
+  SendBuffer* buffer;
+  while ((buffer = send_pool_[ep]->Get()) == nullptr) {
+    if (immediate) {
+      if (request) credits_->Grant(dest, 1);
+      return SendStatus::kWouldBlock;
+    }
+    if (Progress(/*replies_only=*/!request) == 0) spin.Pause();
+  }
+  r.state[0] = reinterpret_cast<uintptr_t>(buffer);
+  r.buffer = buffer->data.get() + PayloadOffsetFor(false, r.nargs);
+  r.capacity = std::min(max_payload, settings_.max_medium);
+  return SendStatus::kOk;
+}
+
+void OfiConduit::Commit(core::Reservation& r, const core::Outbound& m) {
+  if (r.state[0] == 0) {
+    Conduit::Commit(r, m);
+    return;
+  }
+  (this->*paths_->commit)(r, m);
+}
+
+void OfiConduit::Cancel(core::Reservation& r) {
+  if (r.state[0] == 0) {
+    Conduit::Cancel(r);
+    return;
+  }
+  auto* buffer = reinterpret_cast<SendBuffer*>(r.state[0]);
+  send_pool_[r.is_request ? kRequestEp : kReplyEp]->Put(buffer);
+  if (r.is_request) credits_->Grant(r.dest, 1);
+  r.state[0] = 0;
+}
+
+template <bool kCqData, bool kTagged, bool kInject>
+void OfiConduit::CommitInPlace(core::Reservation& r, const core::Outbound& m) {
+  const bool request = r.is_request;
+  auto* reply = static_cast<ReplyHandle*>(r.reply);
+  const Rank dest = request ? r.dest : reply->source;
+  CheckOutbound(request, m, settings_.max_medium, MaxLong());
+  if (m.len > r.capacity || m.nargs != r.nargs) {
+    FatalErrorF(
+        "ofi conduit: a negotiated-payload Medium committed with %zu bytes "
+        "and %u arguments, reserved for at most %zu bytes and %u arguments",
+        m.len, m.nargs, r.capacity, r.nargs);
+  }
+  auto* buffer = reinterpret_cast<SendBuffer*>(r.state[0]);
+  r.state[0] = 0;
+  const Endpoint ep = request ? kRequestEp : kReplyEp;
+  unsigned char* out = buffer->data.get();
+  const size_t args_end = ArgsEnd<kCqData, kTagged>(false, m.nargs);
+  const size_t payload_at = PayloadOffset(args_end);
+  // The client wrote the payload in place (m.payload is r.buffer).
+  const size_t total = m.len != 0 ? payload_at + m.len : args_end;
+
+  const uint32_t banked = credits_->TakeBanked(dest);
+  AmHeader h;
+  h.flags =
+      static_cast<uint8_t>(Category::kMedium) | (request ? kFlagRequest : 0);
+  h.handler = m.handler;
+  h.nargs = m.nargs;
+  const uint32_t credits = banked + (request ? 0 : 1);
+  h.credits = static_cast<uint16_t>(std::min<uint32_t>(credits, 0xffff));
+  h.len = static_cast<uint32_t>(m.len);
+  h.source = rank_;
+  uint64_t tag;
+  const size_t off = EncodeHeader<kCqData, kTagged>(h, false, out, &tag);
+  if (m.nargs != 0) std::memcpy(out + off, m.args, 4 * size_t{m.nargs});
+  if (m.len != 0) std::memset(out + args_end, 0, payload_at - args_end);
+  const bool inject = kInject && total <= am_inject_;
+  Transmit<kCqData, kTagged>(MyLane(), ep, dest, out, total, tag, buffer,
+                             inject, /*immediate=*/false,
+                             /*replies_only=*/!request);
+  if (request) {
+    counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    reply->replied = true;
+    counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+template <bool kCqData, bool kTagged>
+bool OfiConduit::Transmit(Lane& lane, Endpoint ep, Rank dest, const void* msg,
+                          size_t len, uint64_t tag, SendBuffer* buffer,
+                          bool inject, bool immediate, bool replies_only) {
   const fi_addr_t to = addresses_[2 * static_cast<size_t>(dest) + ep];
+  fid_ep* from = lane.ep[ep];
   PoliteSpinWait spin(polite_);
   for (;;) {
     ssize_t rc;
     {
       const InLibfabric in;
-      if (buffer == nullptr) {
-        rc = cq_data_ ? fi_injectdata(ep_[ep], msg, len, rank_, to)
-                      : fi_inject(ep_[ep], msg, len, to);
+      if (inject) {
+        if constexpr (kTagged) {
+          rc = kCqData ? fi_tinjectdata(from, msg, len, rank_, to, tag)
+                       : fi_tinject(from, msg, len, to, tag);
+        } else {
+          rc = kCqData ? fi_injectdata(from, msg, len, rank_, to)
+                       : fi_inject(from, msg, len, to);
+        }
       } else {
-        rc = cq_data_ ? fi_senddata(ep_[ep], msg, len, nullptr, rank_, to,
-                                    &buffer->fi)
-                      : fi_send(ep_[ep], msg, len, nullptr, to, &buffer->fi);
+        if constexpr (kTagged) {
+          rc = kCqData
+                   ? fi_tsenddata(from, msg, len, nullptr, rank_, to, tag,
+                                  &buffer->fi)
+                   : fi_tsend(from, msg, len, nullptr, to, tag, &buffer->fi);
+        } else {
+          rc = kCqData ? fi_senddata(from, msg, len, nullptr, rank_, to,
+                                     &buffer->fi)
+                       : fi_send(from, msg, len, nullptr, to, &buffer->fi);
+        }
       }
     }
     if (rc == 0) {
-      if (buffer == nullptr) {
+      if (inject) {
         counters_.injected.fetch_add(1, std::memory_order_relaxed);
+        if (buffer != nullptr) send_pool_[ep]->Put(buffer);
       }
-      std::atomic<uint8_t>& mark = unflushed_[ep][dest];
+      std::atomic<uint8_t>& mark = lane.unflushed[ep][dest];
       if (mark.load(std::memory_order_relaxed) == 0) {
         mark.store(1, std::memory_order_relaxed);
       }
@@ -1126,8 +1616,7 @@ bool OfiConduit::Transmit(Endpoint ep, Rank dest, const void* msg, size_t len,
     }
     if (!NotYet(rc, dest)) {
       FatalErrorF("ofi conduit: rank %u: %s of %zu bytes to rank %u: %s", rank_,
-                  buffer == nullptr ? "fi_inject" : "fi_send", len, dest,
-                  FiError(rc));
+                  inject ? "fi_inject" : "fi_send", len, dest, FiError(rc));
     }
     if (immediate) return false;
     if (Progress(replies_only) == 0) spin.Pause();
@@ -1229,9 +1718,9 @@ uint64_t OfiConduit::RemoteAddress(const RemoteSegment& s,
   return virt_addr_ ? a : a - s.base;
 }
 
-bool OfiConduit::PostWrite(Endpoint ep, Rank rank, const void* src, size_t len,
-                           uint64_t raddr, const RemoteSegment& s, RmaOp* op,
-                           uint64_t flags) {
+bool OfiConduit::PostWrite(Lane& lane, Endpoint ep, Rank rank, const void* src,
+                           size_t len, uint64_t raddr, const RemoteSegment& s,
+                           RmaOp* op, uint64_t flags) {
   const uint64_t key = s.key[ep];
   iovec iov{const_cast<void*>(src), len};
   fi_rma_iov rma{raddr, len, key};
@@ -1245,8 +1734,8 @@ bool OfiConduit::PostWrite(Endpoint ep, Rank rank, const void* src, size_t len,
   // Delivery completion: the completion means the data is at the target,
   // which is what `rc` (and a Long's handler) needs.
   const InLibfabric in;
-  const ssize_t rc =
-      fi_writemsg(ep_[ep], &msg, flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
+  const ssize_t rc = fi_writemsg(lane.ep[ep], &msg,
+                                 flags | FI_COMPLETION | FI_DELIVERY_COMPLETE);
   if (rc == 0) return true;
   if (!NotYet(rc, rank)) {
     FatalErrorF("ofi conduit: rank %u: fi_writemsg of %zu bytes to rank %u: %s",
@@ -1255,8 +1744,8 @@ bool OfiConduit::PostWrite(Endpoint ep, Rank rank, const void* src, size_t len,
   return false;
 }
 
-bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
-                          const RemoteSegment& s, RmaOp* op) {
+bool OfiConduit::PostRead(Lane& lane, Rank rank, void* dest, size_t len,
+                          uint64_t raddr, const RemoteSegment& s, RmaOp* op) {
   const uint64_t key = s.key[kRmaEp];
   iovec iov{dest, len};
   fi_rma_iov rma{raddr, len, key};
@@ -1268,7 +1757,7 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
   msg.rma_iov_count = 1;
   msg.context = &op->fi;
   const InLibfabric in;
-  const ssize_t rc = fi_readmsg(ep_[kRmaEp], &msg, FI_COMPLETION);
+  const ssize_t rc = fi_readmsg(lane.ep[kRmaEp], &msg, FI_COMPLETION);
   if (rc == 0) return true;
   if (!NotYet(rc, rank)) {
     FatalErrorF(
@@ -1278,10 +1767,16 @@ bool OfiConduit::PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
   return false;
 }
 
-void OfiConduit::MaybePollForRma() {
-  const uint64_t n = rma_started_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (n % static_cast<uint64_t>(settings_.rma_poll_freq) == 0) {
-    (this->*drain_rx_)(kRmaEp, kCqBatch);
+template <bool kManual>
+void OfiConduit::RmaPosted(Lane& lane) {
+  // With automatic progress the provider moves the data itself; the
+  // completions are read by whoever waits for them.
+  if constexpr (kManual) {
+    const uint64_t n = rma_started_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n % static_cast<uint64_t>(settings_.rma_poll_freq) == 0) {
+      (this->*paths_->drain_rx)(kRmaEp, kCqBatch);
+      if (lane.cq != nullptr) DrainLane(lane);
+    }
   }
 }
 
@@ -1308,9 +1803,10 @@ auto WaitFor(Get get, bool immediate, bool polite, Progress progress)
 }  // namespace
 
 template <typename Prepare, typename Post>
-bool OfiConduit::StartChunks(size_t len, size_t chunk, bool immediate,
-                             bool replies_only, rma::Counter& rc,
-                             rma::Counter* lc, Prepare prepare, Post post) {
+bool OfiConduit::StartChunks(Lane& lane, size_t len, size_t chunk,
+                             bool immediate, bool replies_only,
+                             rma::Counter& rc, rma::Counter* lc,
+                             Prepare prepare, Post post) {
   const uint64_t chunks = (len + chunk - 1) / chunk;
   auto progress = [this, replies_only] { return Progress(replies_only); };
   RmaOp* head = nullptr;
@@ -1343,7 +1839,7 @@ bool OfiConduit::StartChunks(size_t len, size_t chunk, bool immediate,
       }
       if (progress() == 0) spin.Pause();
     }
-    MaybePollForRma();
+    (this->*paths_->rma_posted)(lane);
   }
   return true;
 }
@@ -1361,6 +1857,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
         "ofi conduit: RMA from a signal handler that interrupted libfabric");
   }
   const RemoteSegment& s = CheckRemote("Put", rank, dest, len);
+  Lane& lane = MyLane();
   if (len == 0) {
     if (lc != nullptr) lc->Complete();
     rc.Complete();
@@ -1394,9 +1891,10 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
   auto write = [&](RmaOp* op, size_t offset, size_t n) {
     const void* source =
         op->bbuf != nullptr ? op->bbuf->data.get() : from + offset;
-    return PostWrite(kRmaEp, rank, source, n, raddr + offset, s, op, flags);
+    return PostWrite(lane, kRmaEp, rank, source, n, raddr + offset, s, op,
+                     flags);
   };
-  if (!StartChunks(len, path == kBounce ? settings_.bbuf_size : max_rma_,
+  if (!StartChunks(lane, len, path == kBounce ? settings_.bbuf_size : max_rma_,
                    immediate, /*replies_only=*/false, rc, lc, bounce, write)) {
     return false;
   }
@@ -1437,25 +1935,27 @@ bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
   }
   auto* to = static_cast<unsigned char*>(dest);
   const uint64_t raddr = RemoteAddress(s, src);
+  Lane& lane = MyLane();
   return StartChunks(
-      len, max_rma_, immediate, /*replies_only=*/false, rc, nullptr,
+      lane, len, max_rma_, immediate, /*replies_only=*/false, rc, nullptr,
       NothingToPrepare, [&](RmaOp* op, size_t offset, size_t n) {
-        return PostRead(rank, to + offset, n, raddr + offset, s, op);
+        return PostRead(lane, rank, to + offset, n, raddr + offset, s, op);
       });
 }
 
-bool OfiConduit::WriteLongPayload(Endpoint ep, Rank dest, const void* src,
-                                  size_t len, uint64_t long_dest,
-                                  bool immediate, bool replies_only) {
+bool OfiConduit::WriteLongPayload(Lane& lane, Endpoint ep, Rank dest,
+                                  const void* src, size_t len,
+                                  uint64_t long_dest, bool immediate,
+                                  bool replies_only) {
   const void* to = reinterpret_cast<const void*>(long_dest);
   const RemoteSegment& s = CheckRemote("a Long's payload", dest, to, len);
   rma::Counter done;
   done.Start(1);
   const auto* from = static_cast<const unsigned char*>(src);
   const uint64_t raddr = RemoteAddress(s, to);
-  if (!StartChunks(len, max_rma_, immediate, replies_only, done, nullptr,
+  if (!StartChunks(lane, len, max_rma_, immediate, replies_only, done, nullptr,
                    NothingToPrepare, [&](RmaOp* op, size_t offset, size_t n) {
-                     return PostWrite(ep, dest, from + offset, n,
+                     return PostWrite(lane, ep, dest, from + offset, n,
                                       raddr + offset, s, op, 0);
                    })) {
     return false;

@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -95,6 +96,13 @@ class OfiConduit final : public core::Conduit {
                            bool immediate) override;
   core::SendStatus Reply(void* reply, const core::Outbound& m,
                          bool immediate) override;
+  // Negotiated payload: a Medium is built in a send buffer of the pool,
+  // the client writing its payload in place (no copy); a Long's goes
+  // through core's default.
+  core::SendStatus Reserve(core::Reservation& r, size_t max_payload,
+                           bool immediate) override;
+  void Commit(core::Reservation& r, const core::Outbound& m) override;
+  void Cancel(core::Reservation& r) override;
   int Poll() override;
   absl::Status AttachSegment(void* base, size_t size) override;
   bool Put(Rank rank, void* dest, const void* src, size_t len, bool immediate,
@@ -111,6 +119,8 @@ class OfiConduit final : public core::Conduit {
   struct RmaOp;
   struct RxBuffer;
   struct ReplyHandle;
+  struct Lane;
+  struct Paths;
 
  private:
   enum Endpoint : int { kRequestEp = 0, kReplyEp = 1, kEndpoints = 2 };
@@ -133,36 +143,61 @@ class OfiConduit final : public core::Conduit {
                                // FI_MR_ENDPOINT)
   };
 
-  absl::Status OpenEndpoint(int which);
+  // Opens receiving endpoint `which` (a Lane's own when >= kEndpoints).
+  absl::Status OpenEndpoint(int which, fid_ep** ep, fid_cq** cq);
+  absl::Status OpenLanes(size_t count);
   absl::Status PostReceive(RxBuffer* b);
   void RepostOrFatal(RxBuffer* b);
 
-  // One Active Message (a Request when `reply` is null).
-  template <bool kCqData>
-  core::SendStatus SendAm(Rank dest, ReplyHandle* reply,
-                          const core::Outbound& m, bool immediate);
-  // A hidden message carrying only credits back to `dest` (a Reply that
-  // runs no handler).
-  template <bool kCqData>
-  void SendCredits(Rank dest);
-  // Builds and sends one message; `credits_only`: the hidden kind.
-  template <bool kCqData>
+  // The hot paths, specialised by template on the provider's properties
+  // (remote CQ data carries the source; the header travels in the tag;
+  // small messages can be injected; manual data progress) and picked once
+  // at Init into paths_ (the dispatch table).
+  //
+  // Builds and sends one message (a Request when `reply` is null);
+  // `credits_only`: the hidden kind.
+  template <bool kCqData, bool kTagged, bool kInject>
   core::SendStatus Send(Rank dest, ReplyHandle* reply, const core::Outbound& m,
                         bool credits_only, bool immediate);
-  // Sends the bytes [msg, +len) to `dest`'s endpoint `to` from ours;
-  // small ones by inject. `buffer`: the pool buffer holding them (null:
-  // they are on the caller's stack and must be injected). false: would
-  // block and `immediate`.
-  bool Transmit(Endpoint to, Rank dest, const void* msg, size_t len,
-                SendBuffer* buffer, bool immediate, bool replies_only);
-
-  // Receive-queue processing (the template picks where the source is).
-  template <bool kCqData>
+  // Sends a message built in a send buffer by Reserve.
+  template <bool kCqData, bool kTagged, bool kInject>
+  void CommitInPlace(core::Reservation& r, const core::Outbound& m);
+  // Sends the bytes [msg, +len) (and `tag`) to `dest`'s endpoint `to`
+  // through `lane`. `inject`: by fi_inject (`buffer`, if any, goes back
+  // to its pool at once); otherwise by fi_send from `buffer`, which goes
+  // back at the completion. false: would block and `immediate`.
+  template <bool kCqData, bool kTagged>
+  bool Transmit(Lane& lane, Endpoint to, Rank dest, const void* msg, size_t len,
+                uint64_t tag, SendBuffer* buffer, bool inject, bool immediate,
+                bool replies_only);
+  // Receive-queue processing.
+  template <bool kCqData, bool kTagged>
   int DrainRx(Endpoint ep, int budget);
-  template <bool kCqData>
+  template <bool kCqData, bool kTagged>
   void Deliver(Endpoint ep, const unsigned char* msg, size_t len,
-               uint64_t cq_data);
+               uint64_t cq_data, uint64_t tag);
+  // After each RMA chunk is posted: manual progress polls every
+  // GASNET_OFI_RMA_POLL_FREQ.
+  template <bool kManual>
+  void RmaPosted(Lane& lane);
+  template <bool kCqData, bool kTagged, bool kInject, bool kManual>
+  static constexpr Paths MakePaths();
+  template <size_t... I>
+  static const Paths& SelectPaths(size_t index, std::index_sequence<I...>);
+
+  // A hidden message carrying only credits back to `dest` (a Reply that
+  // runs no handler).
+  void SendCredits(Rank dest);
   void Complete(TxContext* ctx);
+  // Reads the transmit completions of lanes after the first: `lane`'s,
+  // and one other in turn (so none is left unread); all of them.
+  int DrainLanes(Lane& lane);
+  int DrainAllLanes();
+  int DrainLane(Lane& lane);
+  // A completion queue's error entry: fatal unless the job is ending.
+  void CqError(fid_cq* cq);
+  // The calling thread's transmit context.
+  Lane& MyLane();
 
   // At Fini, before closing: waits (bounded) until what this rank sent
   // has left.
@@ -191,10 +226,10 @@ class OfiConduit final : public core::Conduit {
                                    const void* address, size_t len) const;
   uint64_t RemoteAddress(const RemoteSegment& s, const void* address) const;
   // Posts one write or read of one chunk; false on -FI_EAGAIN.
-  bool PostWrite(Endpoint ep, Rank rank, const void* src, size_t len,
-                 uint64_t raddr, const RemoteSegment& s, RmaOp* op,
+  bool PostWrite(Lane& lane, Endpoint ep, Rank rank, const void* src,
+                 size_t len, uint64_t raddr, const RemoteSegment& s, RmaOp* op,
                  uint64_t flags);
-  bool PostRead(Rank rank, void* dest, size_t len, uint64_t raddr,
+  bool PostRead(Lane& lane, Rank rank, void* dest, size_t len, uint64_t raddr,
                 const RemoteSegment& s, RmaOp* op);
   // Starts an RMA of `len` bytes in chunks of at most `chunk`, one RmaOp
   // each (the first holds the count and completes `rc` and `lc` after the
@@ -202,13 +237,15 @@ class OfiConduit final : public core::Conduit {
   // (false: refused), `post(op, offset, n)` posts it (false: not yet,
   // retried after progress). false: `immediate`, and nothing was started.
   template <typename Prepare, typename Post>
-  bool StartChunks(size_t len, size_t chunk, bool immediate, bool replies_only,
-                   rma::Counter& rc, rma::Counter* lc, Prepare prepare,
-                   Post post);
+  bool StartChunks(Lane& lane, size_t len, size_t chunk, bool immediate,
+                   bool replies_only, rma::Counter& rc, rma::Counter* lc,
+                   Prepare prepare, Post post);
   // Writes a Long's payload to `dest`'s segment and waits for delivery.
-  bool WriteLongPayload(Endpoint ep, Rank dest, const void* src, size_t len,
-                        uint64_t long_dest, bool immediate, bool replies_only);
-  void MaybePollForRma();
+  bool WriteLongPayload(Lane& lane, Endpoint ep, Rank dest, const void* src,
+                        size_t len, uint64_t long_dest, bool immediate,
+                        bool replies_only);
+  // Bytes of header and arguments before a message's payload.
+  size_t PayloadOffsetFor(bool is_long, unsigned nargs) const;
 
   Settings settings_;
   bool thread_safe_ = false;
@@ -227,12 +264,20 @@ class OfiConduit final : public core::Conduit {
   fid_ep* ep_[kEndpoints] = {nullptr, nullptr};
   // Each endpoint's completions, sends and receives.
   fid_cq* cq_[kEndpoints] = {nullptr, nullptr};
+  // Transmit contexts: the first sends from ep_; in PAR mode each further
+  // one (GASNET_OFI_NUM_TX_CONTEXTS) is an endpoint of its own, and each
+  // thread sends through one.
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::atomic<uint32_t> next_lane_{0};
+  std::atomic<uint32_t> lane_turn_{0};
   fid_mr* segment_mr_[kEndpoints] = {nullptr, nullptr};
   // fi_addr_t of every rank's endpoints: addresses_[2 * rank + endpoint].
   std::vector<fi_addr_t> addresses_;
 
   // Properties of the provider, fixed at Init.
   bool cq_data_ = false;      // the source rank travels as remote CQ data
+  bool tagged_ = false;       // the header travels in the tag
+  bool manual_ = false;       // FI_PROGRESS_MANUAL data progress
   bool virt_addr_ = false;    // FI_MR_VIRT_ADDR
   bool prov_key_ = false;     // FI_MR_PROV_KEY
   bool mr_endpoint_ = false;  // FI_MR_ENDPOINT
@@ -241,10 +286,7 @@ class OfiConduit final : public core::Conduit {
   size_t max_message_ = 0;  // the largest AM on the wire
   size_t max_rma_ = 0;      // the largest RMA transfer of one operation
   // The dispatch table: the hot paths specialised at Init.
-  core::SendStatus (OfiConduit::*send_am_)(Rank, ReplyHandle*,
-                                           const core::Outbound&,
-                                           bool) = nullptr;
-  int (OfiConduit::*drain_rx_)(Endpoint, int) = nullptr;
+  const Paths* paths_ = nullptr;
 
   std::unique_ptr<am::Credits> credits_;
   std::unique_ptr<Pool<SendBuffer>> send_pool_[kEndpoints];
@@ -257,12 +299,12 @@ class OfiConduit final : public core::Conduit {
   uintptr_t segment_base_ = 0;
   size_t segment_size_ = 0;
   std::atomic<uint64_t> rma_started_{0};
-  // Set at the first connection refused: retries stop after it.
-  // Per endpoint, the peers this rank has sent to (Fini flushes those),
-  // and the flush markers not yet complete.
-  std::unique_ptr<std::atomic<uint8_t>[]> unflushed_[kEndpoints];
+  // The flush markers not yet complete, and their completion context.
   std::atomic<int> flush_pending_{0};
+  std::unique_ptr<TxContext> marker_ctx_;
   std::atomic<uint64_t> hellos_received_{0};
+  // How many transmit contexts each rank has (hellos come from each).
+  std::vector<uint32_t> peer_lanes_;
   // Set by Flush: a peer that has closed may refuse what is still going
   // to it, and nothing waits for it any more.
   std::atomic<bool> finishing_{false};

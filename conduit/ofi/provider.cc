@@ -81,6 +81,7 @@ InfoPtr MakeHints(const Requirements& r) {
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_MSG | FI_RMA;
   if (r.multi_recv) hints->caps |= FI_MULTI_RECV;
+  if (r.tagged) hints->caps |= FI_TAGGED;
   hints->mode = kAcceptedModes;
   // Messages between two endpoints arrive in order: Fini's flush relies
   // on it (and the exit protocol's messages on each pair).
@@ -96,8 +97,10 @@ InfoPtr MakeHints(const Requirements& r) {
   // instead of in a thread of its own competing for the CPU (sockets'
   // progress thread made a round trip cost milliseconds). A provider that
   // only has automatic progress is asked again without it.
-  hints->domain_attr->data_progress =
-      r.auto_progress ? FI_PROGRESS_UNSPEC : FI_PROGRESS_MANUAL;
+  hints->domain_attr->data_progress = r.progress != FI_PROGRESS_UNSPEC
+                                          ? r.progress
+                                      : r.auto_progress ? FI_PROGRESS_UNSPEC
+                                                        : FI_PROGRESS_MANUAL;
   hints->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
   hints->domain_attr->av_type = FI_AV_UNSPEC;
   return hints;
@@ -117,6 +120,17 @@ absl::Status CheckProvider(const fi_info& info, const Requirements& r) {
     return absl::FailedPreconditionError(
         "lacks FI_MULTI_RECV (GASNET_OFI_RECEIVE_BUFF_SIZE=recv runs "
         "without it)");
+  }
+  if (r.tagged && (info.caps & FI_TAGGED) == 0) {
+    return absl::FailedPreconditionError(
+        "lacks FI_TAGGED (GASNET_OFI_TAGGED_AM=no runs without it)");
+  }
+  if (r.progress != FI_PROGRESS_UNSPEC &&
+      (info.domain_attr == nullptr ||
+       info.domain_attr->data_progress != r.progress)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "does not offer %s data progress (GASNET_OFI_DATA_PROGRESS)",
+        r.progress == FI_PROGRESS_AUTO ? "automatic" : "manual"));
   }
   if (info.tx_attr == nullptr ||
       (info.tx_attr->msg_order & FI_ORDER_SAS) == 0) {
@@ -175,7 +189,7 @@ std::string Describe(const fi_info& info) {
 }
 
 absl::StatusOr<Candidates> FindCandidates(const Requirements& r) {
-  if (!r.auto_progress) {
+  if (!r.auto_progress && r.progress == FI_PROGRESS_UNSPEC) {
     Requirements manual_only = r;
     manual_only.auto_progress = true;
     absl::StatusOr<Candidates> manual = Query(r);

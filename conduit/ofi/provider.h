@@ -36,10 +36,14 @@ using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 struct Requirements {
   bool thread_safe = false;  // FI_THREAD_SAFE (PAR) or FI_THREAD_DOMAIN
   bool multi_recv = true;    // FI_MULTI_RECV
+  bool tagged = false;       // FI_TAGGED (GASNET_OFI_TAGGED_AM)
   // Accept automatic data progress. false (the default) asks for manual
   // progress first and falls back to automatic only when no provider
-  // offers manual.
+  // offers manual (unless `only_manual`).
   bool auto_progress = false;
+  // GASNET_OFI_DATA_PROGRESS: exactly this model (FI_PROGRESS_MANUAL or
+  // FI_PROGRESS_AUTO; FI_PROGRESS_UNSPEC: the preference above).
+  fi_progress progress = FI_PROGRESS_UNSPEC;
 };
 
 // The hints for the query (owned by the caller).

@@ -72,12 +72,15 @@ absl::StatusOr<Settings> ReadSettings() {
   GEX_ASSIGN_OR_RETURN(s.rma_inject_limit,
                        InjectLimit("GASNET_OFI_RMA_INJECT_LIMIT"));
 
+  GEX_ASSIGN_OR_RETURN(s.tagged_am,
+                       env::TryGetBool("GASNET_OFI_TAGGED_AM", false));
   // GASNET_OFI_RECEIVE_BUFF_SIZE: a size, or "recv" for plain receives
-  // (then more buffers by default, as each holds one message).
+  // (then more buffers by default, as each holds one message). Tagged AMs
+  // always use plain receives.
   const std::string recv_size =
       absl::AsciiStrToLower(env::GetString("GASNET_OFI_RECEIVE_BUFF_SIZE", ""));
-  s.multi_recv = recv_size != "recv";
-  if (s.multi_recv) {
+  s.multi_recv = recv_size != "recv" && !s.tagged_am;
+  if (recv_size != "recv") {
     GEX_ASSIGN_OR_RETURN(s.receive_buff_size,
                          Size("GASNET_OFI_RECEIVE_BUFF_SIZE", 1 << 20, 1024));
   }
@@ -141,6 +144,22 @@ absl::StatusOr<Settings> ReadSettings() {
                        env::TryGetBool("GASNET_OFI_SET_UNIVERSE_SIZE", true));
   GEX_ASSIGN_OR_RETURN(s.use_cq_data,
                        env::TryGetBool("GASNET_OFI_USE_CQ_DATA", true));
+  const std::string progress =
+      absl::AsciiStrToLower(env::GetString("GASNET_OFI_DATA_PROGRESS", ""));
+  if (progress == "manual") {
+    s.data_progress = Settings::Progress::kManual;
+  } else if (progress == "auto") {
+    s.data_progress = Settings::Progress::kAuto;
+  } else if (!progress.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "environment variable GASNET_OFI_DATA_PROGRESS=%s: expected manual "
+        "or auto (or unset: manual where the provider offers it)",
+        progress));
+  }
+  int64_t contexts = 0;
+  GEX_ASSIGN_OR_RETURN(contexts,
+                       env::TryGetInt("GASNET_OFI_NUM_TX_CONTEXTS", 0, 1, 64));
+  s.num_tx_contexts = static_cast<size_t>(contexts);
   return s;
 }
 

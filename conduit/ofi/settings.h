@@ -62,6 +62,20 @@ struct Settings {
   // data where the provider offers FI_REMOTE_CQ_DATA (default yes); no:
   // always in the message header.
   bool use_cq_data = true;
+  // GASNET_OFI_TAGGED_AM: the AM header (category, handler, argument
+  // count, flags, credits; the source rank too without CQ data) travels
+  // in the 64-bit tag of a tagged send (FI_TAGGED) instead of in the
+  // message. Tagged receives take one message each (libfabric 1.17 has no
+  // tagged multi-receive), so it implies single-message receive buffers.
+  bool tagged_am = false;
+  // GASNET_OFI_DATA_PROGRESS: "manual", "auto", or empty (the default:
+  // manual where the provider offers it, else automatic).
+  enum class Progress { kPreferManual, kManual, kAuto };
+  Progress data_progress = Progress::kPreferManual;
+  // GASNET_OFI_NUM_TX_CONTEXTS: transmit contexts in PAR mode (each thread
+  // sends through one, so threads do not serialise on one endpoint). 0:
+  // the default, min(4, the CPUs this process may run on). SEQ uses one.
+  size_t num_tx_contexts = 0;
 
   static constexpr size_t kProviderMax = ~size_t{0};
 };

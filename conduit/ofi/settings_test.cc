@@ -29,6 +29,9 @@ constexpr const char* kTouched[] = {
     "FI_MR_CACHE_MAX_COUNT",
     "FI_PROVIDER",
     "GASNET_OFI_SET_UNIVERSE_SIZE",
+    "GASNET_OFI_TAGGED_AM",
+    "GASNET_OFI_DATA_PROGRESS",
+    "GASNET_OFI_NUM_TX_CONTEXTS",
 };
 
 class OfiSettingsTest : public ::testing::Test {
@@ -146,6 +149,49 @@ TEST_F(OfiSettingsTest, MrCacheIsUnlimitedOnlyForVerbsAndCxi) {
   Set("FI_MR_CACHE_MAX_SIZE", "");
   PrepareLibfabricEnvironment(s, 2);
   EXPECT_EQ(getenv("FI_MR_CACHE_MAX_SIZE"), nullptr);
+}
+
+TEST_F(OfiSettingsTest, TaggedAmsUseSingleMessageReceives) {
+  Set("GASNET_OFI_TAGGED_AM", "yes");
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->tagged_am);
+  EXPECT_FALSE(s->multi_recv);
+  EXPECT_EQ(s->num_receive_buffs, 1024u);
+  Set("GASNET_OFI_TAGGED_AM", "perhaps");
+  EXPECT_NE(Error().find("GASNET_OFI_TAGGED_AM"), std::string::npos);
+}
+
+TEST_F(OfiSettingsTest, DataProgressIsManualAutoOrUnset) {
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->data_progress, Settings::Progress::kPreferManual);
+  Set("GASNET_OFI_DATA_PROGRESS", "AUTO");
+  s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->data_progress, Settings::Progress::kAuto);
+  Set("GASNET_OFI_DATA_PROGRESS", "manual");
+  s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->data_progress, Settings::Progress::kManual);
+  Set("GASNET_OFI_DATA_PROGRESS", "sometimes");
+  const std::string e = Error();
+  EXPECT_NE(e.find("GASNET_OFI_DATA_PROGRESS=sometimes"), std::string::npos)
+      << e;
+}
+
+TEST_F(OfiSettingsTest, TransmitContextsAreBounded) {
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->num_tx_contexts, 0u);  // the default
+  Set("GASNET_OFI_NUM_TX_CONTEXTS", "3");
+  s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->num_tx_contexts, 3u);
+  Set("GASNET_OFI_NUM_TX_CONTEXTS", "0");
+  EXPECT_NE(Error().find("GASNET_OFI_NUM_TX_CONTEXTS"), std::string::npos);
+  Set("GASNET_OFI_NUM_TX_CONTEXTS", "65");
+  EXPECT_NE(Error().find("GASNET_OFI_NUM_TX_CONTEXTS"), std::string::npos);
 }
 
 }  // namespace
