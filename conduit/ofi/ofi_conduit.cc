@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "am/vocabulary.h"
@@ -300,6 +301,7 @@ struct OfiConduit::Lane {
   std::unique_ptr<std::atomic<uint8_t>[]> unflushed[kEndpoints];
   // Serialises reading `cq` (lanes after the first).
   std::mutex mutex;
+  std::atomic<uint64_t> sent{0};  // AMs sent through it
 };
 
 // The dispatch table (see MakePaths).
@@ -640,7 +642,9 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   if (most_lanes > 1) {
     std::vector<Name> extra(most_lanes - 1);
     for (size_t k = 1; k < lanes_.size(); ++k) {
-      if (absl::Status s = get_name(lanes_[k]->own, &extra[k - 1]); !s.ok()) {
+      // (A scalable endpoint's contexts all have its address.)
+      fid_ep* named = sep_ != nullptr ? sep_ : lanes_[k]->own;
+      if (absl::Status s = get_name(named, &extra[k - 1]); !s.ok()) {
         return s;
       }
     }
@@ -793,18 +797,62 @@ absl::Status OfiConduit::OpenEndpoint(int e, fid_ep** ep, fid_cq** cq) {
 }
 
 absl::Status OfiConduit::OpenLanes(size_t count) {
-  for (size_t k = 0; k < count; ++k) {
-    auto lane = std::make_unique<Lane>();
-    if (k == 0) {
-      for (int e = 0; e < kEndpoints; ++e) lane->ep[e] = ep_[e];
-    } else {
-      if (absl::Status s = OpenEndpoint(kEndpoints + static_cast<int>(k) - 1,
-                                        &lane->own, &lane->cq);
-          !s.ok()) {
-        return s;
+  auto lane0 = std::make_unique<Lane>();
+  for (int e = 0; e < kEndpoints; ++e) lane0->ep[e] = ep_[e];
+  lanes_.push_back(std::move(lane0));
+  if (count == 1) return absl::OkStatus();
+  // The further contexts: the transmit contexts of one scalable endpoint
+  // where the provider has enough of them (sockets: 16), else endpoints of
+  // their own (tcp;ofi_rxm, shm, udp;ofi_rxd offer one context each).
+  const size_t extra = count - 1;
+  const size_t offered = info_->domain_attr->max_ep_tx_ctx;
+  if (settings_.scalable_ep && offered > 1 && offered >= extra) {
+    InfoPtr info(fi_dupinfo(info_.get()));
+    info->ep_attr->tx_ctx_cnt = extra;
+    info->ep_attr->rx_ctx_cnt = 0;
+    if (int rc = fi_scalable_ep(domain_, info.get(), &sep_, nullptr); rc != 0) {
+      return absl::InternalError(absl::StrFormat(
+          "fi_scalable_ep (%u transmit contexts): %s", extra, FiError(rc)));
+    }
+    if (int rc = fi_scalable_ep_bind(sep_, &av_->fid, 0); rc != 0) {
+      return absl::InternalError(
+          absl::StrFormat("fi_scalable_ep_bind: %s", FiError(rc)));
+    }
+    for (size_t k = 0; k < extra; ++k) {
+      auto lane = std::make_unique<Lane>();
+      fi_cq_attr attr{};
+      attr.format = FI_CQ_FORMAT_CONTEXT;
+      attr.wait_obj = FI_WAIT_NONE;
+      attr.size = settings_.tx_cq_size;
+      int rc = fi_cq_open(domain_, &attr, &lane->cq, nullptr);
+      if (rc == 0) {
+        rc = fi_tx_context(sep_, static_cast<int>(k), nullptr, &lane->own,
+                           nullptr);
+      }
+      if (rc == 0) rc = fi_ep_bind(lane->own, &lane->cq->fid, FI_TRANSMIT);
+      if (rc == 0) rc = fi_enable(lane->own);
+      if (rc != 0) {
+        return absl::InternalError(
+            absl::StrFormat("transmit context %u of the scalable endpoint: %s",
+                            k, FiError(rc)));
       }
       for (int e = 0; e < kEndpoints; ++e) lane->ep[e] = lane->own;
+      lanes_.push_back(std::move(lane));
     }
+    if (int rc = fi_enable(sep_); rc != 0) {
+      return absl::InternalError(absl::StrFormat(
+          "fi_enable of the scalable endpoint: %s", FiError(rc)));
+    }
+    return absl::OkStatus();
+  }
+  for (size_t k = 1; k < count; ++k) {
+    auto lane = std::make_unique<Lane>();
+    if (absl::Status s = OpenEndpoint(kEndpoints + static_cast<int>(k) - 1,
+                                      &lane->own, &lane->cq);
+        !s.ok()) {
+      return s;
+    }
+    for (int e = 0; e < kEndpoints; ++e) lane->ep[e] = lane->own;
     lanes_.push_back(std::move(lane));
   }
   return absl::OkStatus();
@@ -990,6 +1038,7 @@ void OfiConduit::Fini() {
   // Ending from a signal handler that interrupted libfabric: its locks may
   // be held, so nothing is closed (the process is about to end anyway).
   if (Interrupted() || abandoned_.load(std::memory_order_relaxed)) return;
+  if (settings_.print_stats && info_ != nullptr) PrintStats();
   if (ep_[kRequestEp] != nullptr && !addresses_.empty()) Flush();
   closed_.store(true, std::memory_order_release);
   // In PAR mode other threads may still be inside the conduit (sending,
@@ -1004,6 +1053,8 @@ void OfiConduit::Fini() {
     lane->own = nullptr;
     lane->cq = nullptr;
   }
+  if (sep_ != nullptr) fi_close(&sep_->fid);
+  sep_ = nullptr;
   for (int e = 0; e < kEndpoints; ++e) {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
     ep_[e] = nullptr;
@@ -1022,6 +1073,35 @@ void OfiConduit::Fini() {
   domain_ = nullptr;
   if (fabric_ != nullptr) fi_close(&fabric_->fid);
   fabric_ = nullptr;
+}
+
+void OfiConduit::PrintStats() const {
+  const OfiStats st = stats();
+  std::string per_lane;
+  for (const auto& lane : lanes_) {
+    absl::StrAppend(&per_lane, per_lane.empty() ? "" : ",",
+                    lane->sent.load(std::memory_order_relaxed));
+  }
+  std::printf(
+      "ofi: rank %u: provider %s, %zu transmit context(s)%s, header in the "
+      "%s, source in %s, %s progress; requests=%llu replies=%llu "
+      "credit_messages=%llu injected=%llu credit_waits=%llu sent_per_context="
+      "%s\n",
+      rank_, Describe(*info_).c_str(), lanes_.size(),
+      lanes_.size() == 1 ? ""
+      : sep_ != nullptr  ? " (a scalable endpoint's)"
+                         : " (endpoints)",
+      tagged_ ? "tag" : "message",
+      cq_data_  ? "CQ data"
+      : tagged_ ? "the tag"
+                : "the header",
+      manual_ ? "manual" : "automatic",
+      static_cast<unsigned long long>(st.requests_sent),
+      static_cast<unsigned long long>(st.replies_sent),
+      static_cast<unsigned long long>(st.credit_messages_sent),
+      static_cast<unsigned long long>(st.injected),
+      static_cast<unsigned long long>(st.credit_waits), per_lane.c_str());
+  std::fflush(stdout);
 }
 
 OfiStats OfiConduit::stats() const {
@@ -1608,6 +1688,7 @@ bool OfiConduit::Transmit(Lane& lane, Endpoint ep, Rank dest, const void* msg,
         counters_.injected.fetch_add(1, std::memory_order_relaxed);
         if (buffer != nullptr) send_pool_[ep]->Put(buffer);
       }
+      lane.sent.fetch_add(1, std::memory_order_relaxed);
       std::atomic<uint8_t>& mark = lane.unflushed[ep][dest];
       if (mark.load(std::memory_order_relaxed) == 0) {
         mark.store(1, std::memory_order_relaxed);

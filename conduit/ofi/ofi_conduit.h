@@ -112,6 +112,9 @@ class OfiConduit final : public core::Conduit {
   void Fini() override;
 
   OfiStats stats() const;
+  // GASNET_OFI_STATS: one line on stdout at Fini (the provider, the
+  // properties the hot paths were specialised on, the counters).
+  void PrintStats() const;
 
   // Internal types, public for the implementation's helpers.
   struct TxContext;
@@ -268,6 +271,7 @@ class OfiConduit final : public core::Conduit {
   // one (GASNET_OFI_NUM_TX_CONTEXTS) is an endpoint of its own, and each
   // thread sends through one.
   std::vector<std::unique_ptr<Lane>> lanes_;
+  fid_ep* sep_ = nullptr;  // their scalable endpoint, if they have one
   std::atomic<uint32_t> next_lane_{0};
   std::atomic<uint32_t> lane_turn_{0};
   fid_mr* segment_mr_[kEndpoints] = {nullptr, nullptr};

@@ -222,18 +222,27 @@ absl::StatusOr<Candidates> Query(const Requirements& r) {
 // Why nothing qualified: ask again with every mode and capability
 // allowed, and say what each provider would have needed.
 std::string ExplainRefusals(const Requirements& r) {
-  InfoPtr hints(fi_allocinfo());
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_MSG;
-  hints->mode = ~uint64_t{0};
-  hints->domain_attr->mr_mode = static_cast<int>(
-      FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-      FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT);
+  // Asked with the capabilities the conduit needs first (a provider
+  // reports only the capabilities it was asked for), then with FI_MSG
+  // alone, so a provider lacking one is named too.
   fi_info* list = nullptr;
-  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0 ||
-      list == nullptr) {
-    return "";
+  for (const uint64_t caps : {uint64_t{FI_MSG | FI_RMA}, uint64_t{FI_MSG}}) {
+    InfoPtr hints(fi_allocinfo());
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps =
+        caps | (r.tagged ? FI_TAGGED : 0) | (r.multi_recv ? FI_MULTI_RECV : 0);
+    if (caps == FI_MSG) hints->caps = FI_MSG;
+    hints->mode = ~uint64_t{0};
+    hints->domain_attr->mr_mode = static_cast<int>(
+        FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+        FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT);
+    if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) == 0 &&
+        list != nullptr) {
+      break;
+    }
+    list = nullptr;
   }
+  if (list == nullptr) return "";
   InfoPtr owned(list);
   std::vector<std::string> lines;
   for (const fi_info* i = list; i != nullptr; i = i->next) {

@@ -160,6 +160,10 @@ absl::StatusOr<Settings> ReadSettings() {
   GEX_ASSIGN_OR_RETURN(contexts,
                        env::TryGetInt("GASNET_OFI_NUM_TX_CONTEXTS", 0, 1, 64));
   s.num_tx_contexts = static_cast<size_t>(contexts);
+  GEX_ASSIGN_OR_RETURN(s.scalable_ep,
+                       env::TryGetBool("GASNET_OFI_SCALABLE_EP", true));
+  GEX_ASSIGN_OR_RETURN(s.print_stats,
+                       env::TryGetBool("GASNET_OFI_STATS", false));
   return s;
 }
 

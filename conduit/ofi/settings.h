@@ -76,6 +76,13 @@ struct Settings {
   // sends through one, so threads do not serialise on one endpoint). 0:
   // the default, min(4, the CPUs this process may run on). SEQ uses one.
   size_t num_tx_contexts = 0;
+  // GASNET_OFI_SCALABLE_EP: those contexts are the transmit contexts of one
+  // scalable endpoint where the provider offers enough (default yes); no:
+  // always endpoints of their own.
+  bool scalable_ep = true;
+  // GASNET_OFI_STATS: each rank prints its configuration and counters at
+  // exit (one line, "ofi: rank R: ...").
+  bool print_stats = false;
 
   static constexpr size_t kProviderMax = ~size_t{0};
 };
