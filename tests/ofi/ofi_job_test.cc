@@ -139,7 +139,22 @@ INSTANTIATE_TEST_SUITE_P(
                    {"GASNET_OFI_RECEIVE_BUFF_SIZE=4096"},
                    "GASNET_OFI_RECEIVE_BUFF_SIZE=4096 must hold at least two"},
         BadSetting{
-            "BadCredits", {"GASNET_AM_CREDITS_PP=0"}, "GASNET_AM_CREDITS_PP"}),
+            "BadCredits", {"GASNET_AM_CREDITS_PP=0"}, "GASNET_AM_CREDITS_PP"},
+        BadSetting{"BadDataProgress",
+                   {"GASNET_OFI_DATA_PROGRESS=sometimes"},
+                   "GASNET_OFI_DATA_PROGRESS=sometimes: expected manual or "
+                   "auto"},
+        BadSetting{"ProgressTheProviderLacks",
+                   {"FI_PROVIDER=shm", "FI_SHM_DISABLE_CMA=1",
+                    "GASNET_OFI_DATA_PROGRESS=auto"},
+                   "shm (domain shm, fabric shm): does not offer automatic "
+                   "data progress (GASNET_OFI_DATA_PROGRESS)"},
+        BadSetting{"NoTransmitContexts",
+                   {"GASNET_OFI_NUM_TX_CONTEXTS=0"},
+                   "GASNET_OFI_NUM_TX_CONTEXTS"},
+        BadSetting{"MalformedTaggedSetting",
+                   {"GASNET_OFI_TAGGED_AM=sometimes"},
+                   "GASNET_OFI_TAGGED_AM"}),
     [](const ::testing::TestParamInfo<BadSetting>& info) {
       return std::string(info.param.name);
     });
@@ -163,6 +178,9 @@ TEST(OfiListDevicesTest, OnlyTheNamedRanksReport) {
 struct Provider {
   const char* name;
   std::vector<std::string> env;
+  // What every rank's GASNET_OFI_STATS line must say (the configuration
+  // the conduit really ran with).
+  std::vector<std::string> stats = {};
 };
 
 class OfiProviderTest : public ::testing::TestWithParam<Provider> {};
@@ -170,23 +188,59 @@ class OfiProviderTest : public ::testing::TestWithParam<Provider> {};
 // The ring: Put/Get 64 KiB to the next rank, an AM to it, a barrier and a
 // reduction, over every pair of neighbours.
 TEST_P(OfiProviderTest, RingOverEveryRank) {
-  const JobResult r = RunOfiJob(4, {"ring"}, GetParam().env);
+  std::vector<std::string> env = GetParam().env;
+  env.push_back("GASNET_OFI_STATS=yes");
+  const JobResult r = RunOfiJob(4, {"ring"}, env);
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   for (int rank = 0; rank < 4; ++rank) {
     const std::string line = RankLine(r, rank, "ring ok");
     EXPECT_FALSE(line.empty()) << Describe(r);
     EXPECT_EQ(Field(line, "sum"), 10) << line;
+    const std::string prefix = absl::StrFormat("ofi: rank %d: provider ", rank);
+    const size_t at = r.out.find(prefix);
+    ASSERT_NE(at, std::string::npos) << Describe(r);
+    const std::string stats = r.out.substr(at, r.out.find('\n', at) - at);
+    for (const std::string& want : GetParam().stats) {
+      EXPECT_THAT(stats, HasSubstr(want));
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Providers, OfiProviderTest,
     ::testing::Values(
-        Provider{"tcp_rxm", {"FI_PROVIDER=tcp;ofi_rxm"}},
+        Provider{"tcp_rxm",
+                 {"FI_PROVIDER=tcp;ofi_rxm"},
+                 {"tcp;ofi_rxm", "header in the message", "manual progress"}},
         Provider{"sockets", {"FI_PROVIDER=sockets"}},
         Provider{"udp_rxd",
                  {"FI_PROVIDER=udp;ofi_rxd", "GASNET_OFI_DEVICE=lo"}},
-        Provider{"shm", {"FI_PROVIDER=shm", "FI_SHM_DISABLE_CMA=1"}}),
+        Provider{"shm", {"FI_PROVIDER=shm", "FI_SHM_DISABLE_CMA=1"}},
+        // The header in the tag (GASNET_OFI_TAGGED_AM), on each provider;
+        // with the source rank in the tag too where CQ data is refused.
+        Provider{"tcp_rxm_tagged",
+                 {"FI_PROVIDER=tcp;ofi_rxm", "GASNET_OFI_TAGGED_AM=yes"},
+                 {"header in the tag", "source in CQ data"}},
+        Provider{"tcp_rxm_tagged_source_in_tag",
+                 {"FI_PROVIDER=tcp;ofi_rxm", "GASNET_OFI_TAGGED_AM=yes",
+                  "GASNET_OFI_USE_CQ_DATA=no"},
+                 {"header in the tag", "source in the tag"}},
+        Provider{"sockets_tagged",
+                 {"FI_PROVIDER=sockets", "GASNET_OFI_TAGGED_AM=yes"},
+                 {"header in the tag"}},
+        Provider{"udp_rxd_tagged",
+                 {"FI_PROVIDER=udp;ofi_rxd", "GASNET_OFI_DEVICE=lo",
+                  "GASNET_OFI_TAGGED_AM=yes"},
+                 {"header in the tag"}},
+        Provider{"shm_tagged",
+                 {"FI_PROVIDER=shm", "FI_SHM_DISABLE_CMA=1",
+                  "GASNET_OFI_TAGGED_AM=yes"},
+                 {"header in the tag"}},
+        // Automatic data progress (sockets' progress thread): the RMA
+        // path that polls only for manual progress.
+        Provider{"sockets_auto_progress",
+                 {"FI_PROVIDER=sockets", "GASNET_OFI_DATA_PROGRESS=auto"},
+                 {"automatic progress"}}),
     [](const ::testing::TestParamInfo<Provider>& info) {
       return std::string(info.param.name);
     });
