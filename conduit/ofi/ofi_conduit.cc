@@ -1425,6 +1425,17 @@ void OfiConduit::SendCredits(Rank dest) {
   }
 }
 
+bool OfiConduit::TakeCredit(Rank dest, bool immediate) {
+  if (credits_->TryAcquire(dest)) return true;
+  counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+  if (immediate) return false;
+  PoliteSpinWait spin(polite_);
+  do {
+    if (Progress(/*replies_only=*/false) == 0) spin.Pause();
+  } while (!credits_->TryAcquire(dest));
+  return true;
+}
+
 size_t OfiConduit::PayloadOffsetFor(bool is_long, unsigned nargs) const {
   const size_t args_end = tagged_    ? ArgsEnd<false, true>(is_long, nargs)
                           : cq_data_ ? ArgsEnd<true, false>(is_long, nargs)
@@ -1468,13 +1479,7 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   Lane& lane = MyLane();
 
   PoliteSpinWait spin(polite_);
-  if (request && !credits_->TryAcquire(dest)) {
-    counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
-    if (immediate) return SendStatus::kWouldBlock;
-    do {
-      if (Progress(/*replies_only=*/false) == 0) spin.Pause();
-    } while (!credits_->TryAcquire(dest));
-  }
+  if (request && !TakeCredit(dest, immediate)) return SendStatus::kWouldBlock;
   // What to give back when an IMMEDIATE send ends up sending nothing.
   auto undo_credit = [&] {
     if (request) credits_->Grant(dest, 1);
@@ -1563,13 +1568,7 @@ core::SendStatus OfiConduit::Reserve(core::Reservation& r, size_t max_payload,
                 size_);
   }
   PoliteSpinWait spin(polite_);
-  if (request && !credits_->TryAcquire(dest)) {
-    counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
-    if (immediate) return SendStatus::kWouldBlock;
-    do {
-      if (Progress(/*replies_only=*/false) == 0) spin.Pause();
-    } while (!credits_->TryAcquire(dest));
-  }
+  if (request && !TakeCredit(dest, immediate)) return SendStatus::kWouldBlock;
   const Endpoint ep = request ? kRequestEp : kReplyEp;
   SendBuffer* buffer;
   while ((buffer = send_pool_[ep]->Get()) == nullptr) {

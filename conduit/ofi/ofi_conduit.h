@@ -247,6 +247,9 @@ class OfiConduit final : public core::Conduit {
   bool WriteLongPayload(Lane& lane, Endpoint ep, Rank dest, const void* src,
                         size_t len, uint64_t long_dest, bool immediate,
                         bool replies_only);
+  // A Request's credit for `dest`, waiting (polling) for one unless
+  // `immediate`; false: none, and `immediate`.
+  bool TakeCredit(Rank dest, bool immediate);
   // Bytes of header and arguments before a message's payload.
   size_t PayloadOffsetFor(bool is_long, unsigned nargs) const;
 
