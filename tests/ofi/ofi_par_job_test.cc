@@ -9,10 +9,12 @@
 // Every provider this machine has, at 2 and 3 ranks with
 // GASNET_SUPERNODE_MAXSIZE=1 (every peer over libfabric), and tcp;ofi_rxm at
 // 4 ranks in supernodes of 2 (PSHM and libfabric peers mixed); each with
-// GASNET_OFI_NUM_TX_CONTEXTS unset, 1 and 4 (the number of transmit contexts
-// of PAR mode; a conduit that does not know the setting ignores it, and the
-// job prints the same either way, so nothing here depends on it). libfabric
-// is pinned to loopback as in ofi_job_test.
+// GASNET_OFI_NUM_TX_CONTEXTS unset (PAR's default, min(4, CPUs)), 1 and 4:
+// PAR mode's transmit contexts, each thread sending through one (with 5
+// threads and 4 contexts or fewer, threads share them). The job prints the
+// same whatever the number, so nothing here reads it (GASNET_OFI_STATS=1
+// shows the sends per context). libfabric is pinned to loopback as in
+// ofi_job_test.
 //
 // A provider that refuses a PAR client (it lacks FI_THREAD_SAFE) is reported
 // as skipped, with the conduit's message; no provider here does (all four
