@@ -198,6 +198,27 @@ constexpr absl::Duration kLingerFor = absl::Milliseconds(20);
 // How long Init waits for every off-supernode pair to connect.
 constexpr absl::Duration kConnectFor = absl::Seconds(60);
 
+// How long a rank that lost a peer mid-send waits for the job to be ended
+// (by the launcher, which saw the peer go) before it ends it itself.
+constexpr absl::Duration kPeerLostGrace = absl::Seconds(10);
+
+// Whether a send's error `err` says its peer is gone (died, or closed).
+bool IsPeerGone(int err) {
+  switch (err) {
+    case FI_ENOTCONN:
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ECONNREFUSED:
+    case FI_EHOSTUNREACH:
+    case FI_ENETUNREACH:
+    case FI_ESHUTDOWN:
+    case FI_EIO:  // sockets' report of a peer that died
+      return true;
+    default:
+      return false;
+  }
+}
+
 // RMA chunks never exceed this (whatever the provider's maximum).
 constexpr size_t kMaxRmaChunk = size_t{1} << 30;
 
@@ -1132,6 +1153,9 @@ bool OfiConduit::Interrupted() {
 
 int OfiConduit::Poll() {
   if (Interrupted()) return 0;
+  if (peer_lost_deadline_ns_.load(std::memory_order_relaxed) != 0) {
+    CheckPeerLost();
+  }
   int n = (this->*paths_->drain_rx)(kReplyEp, kPollBudget) +
           (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
   if (lanes_.size() > 1) n += DrainLanes(MyLane());
@@ -1140,6 +1164,9 @@ int OfiConduit::Poll() {
 
 int OfiConduit::Progress(bool replies_only) {
   if (Interrupted()) return others_.Poll(replies_only);
+  if (peer_lost_deadline_ns_.load(std::memory_order_relaxed) != 0) {
+    CheckPeerLost();
+  }
   // (A transmit context's own queue holds no receives: a Reply's wait may
   // read it.)
   int n = (this->*paths_->drain_rx)(kReplyEp, kPollBudget);
@@ -1192,22 +1219,72 @@ int OfiConduit::DrainAllLanes() {
 
 void OfiConduit::CqError(fid_cq* cq) {
   fi_cq_err_entry err{};
-  if (const ssize_t rc = fi_cq_readerr(cq, &err, 0); rc <= 0) {
+  const ssize_t read = fi_cq_readerr(cq, &err, 0);
+  // (PAR: another thread may have taken the entry since fi_cq_read.)
+  if (read == -FI_EAGAIN) return;
+  if (const ssize_t rc = read; rc <= 0) {
     FatalErrorF(
         "ofi conduit: rank %u: fi_cq_read: an error entry that "
         "fi_cq_readerr cannot read (%s)",
         rank_, FiError(rc));
   }
   const bool send = IsTransmit(err.flags);
+  auto* ctx = static_cast<TxContext*>(err.op_context);
+  // A failed RMA is never completed: its caller would take data that did
+  // not move for data that did.
+  const bool rma = send && ctx != nullptr && ctx->kind == TxContext::kRma;
   if (finishing_.load(std::memory_order_relaxed) || err.err == FI_ECANCELED) {
     // As the job ends (a peer or this rank closing), what fails is waited
-    // for by nobody: a send's resources are released.
-    if (send) Complete(static_cast<TxContext*>(err.op_context));
+    // for by nobody: a send's resources are released. (An RMA's waiter is
+    // another thread, which the exiting one ends with the process.)
+    if (send && !rma) Complete(ctx);
+    return;
+  }
+  if (IsPeerGone(err.err)) {
+    // A peer died or left while this rank still sent to it (or, sockets,
+    // while a message from it was arriving). Its launcher ends the job
+    // with that rank's exit code; this rank waits for that (bounded)
+    // instead of ending the job first with a code of its own. What failed
+    // is not reused (a send's buffer, a receive buffer): the provider's
+    // state for it is unknown, and the job is ending.
+    if (send && ctx != nullptr && ctx->kind == TxContext::kFlush) {
+      Complete(ctx);
+    }
+    PeerLost(fi_strerror(err.err));
     return;
   }
   FatalErrorF("ofi conduit: rank %u: %s failed: %s (%s)", rank_,
               send ? "a send or RMA" : "a receive", fi_strerror(err.err),
               fi_cq_strerror(cq, err.prov_errno, err.err_data, nullptr, 0));
+}
+
+void OfiConduit::AfterFini(const char* call) {
+  if (thread_safe_) {
+    // Another thread is ending the process (the conduit is closed): this
+    // one waits to be ended with it, as the exit's other threads do.
+    // Completing would report data that never moved.
+    for (;;) pause();
+  }
+  FatalErrorF("ofi conduit: %s after the conduit was finalized", call);
+}
+
+void OfiConduit::PeerLost(const char* why) {
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  int64_t none = 0;
+  if (peer_lost_deadline_ns_.compare_exchange_strong(
+          none, now + absl::ToInt64Nanoseconds(kPeerLostGrace))) {
+    peer_lost_why_ = why;
+  }
+}
+
+void OfiConduit::CheckPeerLost() {
+  const int64_t deadline =
+      peer_lost_deadline_ns_.load(std::memory_order_relaxed);
+  if (absl::ToUnixNanos(absl::Now()) < deadline) return;
+  FatalErrorF(
+      "ofi conduit: rank %u: a send or RMA to a peer failed (%s) and the job "
+      "was not ended within %s (as it is when a peer has died or left)",
+      rank_, peer_lost_why_, absl::FormatDuration(kPeerLostGrace));
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
@@ -1926,12 +2003,7 @@ bool OfiConduit::StartChunks(Lane& lane, size_t len, size_t chunk,
 
 bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
-  if (closed_.load(std::memory_order_relaxed)) {
-    // Another thread is ending the job: nothing moves any more.
-    if (lc != nullptr) lc->Complete();
-    rc.Complete();
-    return true;
-  }
+  if (closed_.load(std::memory_order_relaxed)) AfterFini("Put");
   if (Interrupted()) {
     FatalError(
         "ofi conduit: RMA from a signal handler that interrupted libfabric");
@@ -2000,10 +2072,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
-  if (closed_.load(std::memory_order_relaxed)) {
-    rc.Complete();
-    return true;
-  }
+  if (closed_.load(std::memory_order_relaxed)) AfterFini("Get");
   if (Interrupted()) {
     FatalError(
         "ofi conduit: RMA from a signal handler that interrupted libfabric");

@@ -16,10 +16,18 @@
  *                "rank R: flood ok count=C rss_growth_kb=K" (C: handled on
  *                rank 1, sent on rank 0; other ranks 0).
  *
+ *   die K        every rank sends the next rank Medium AMs and Puts and
+ *                Gets 4 KiB from it in a loop; the last rank is killed
+ *                (SIGKILL, by itself) after K rounds while the others are
+ *                still sending to it. The job must end with its code
+ *                (137), not with a survivor's. A rank that finishes 10^8
+ *                rounds prints "rank R: survived".
+ *
  * A failed check prints "rank R: CHECK FAILED ..." and exits 1.
  */
 #define _DEFAULT_SOURCE /* gethostname */
 #include <gasnetex.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +155,28 @@ int main(int argc, char** argv) {
     CHECK(g_rank != 1 || g_count == n);
     printf("rank %u: flood ok count=%llu rss_growth_kb=%ld\n", (unsigned)g_rank,
            (unsigned long long)count, PeakRssKb() - before);
+  } else if (strcmp(mode, "die") == 0 && argc > 2) {
+    const uint64_t k = strtoull(argv[2], NULL, 10);
+    const gex_Rank_t n = gex_TM_QuerySize(tm);
+    const gex_Rank_t next = (g_rank + 1) % n;
+    enum { kBytes = 4096 };
+    static unsigned char out[kBytes], back[kBytes];
+    void* base = NULL;
+    gex_Event_Wait(gex_EP_QueryBoundSegmentNB(tm, next, &base, NULL, NULL, 0));
+    memset(out, (int)g_rank, kBytes);
+    for (uint64_t i = 0; i < 100000000ull; ++i) {
+      if (g_rank == n - 1 && i == k) {
+        printf("rank %u: dying\n", (unsigned)g_rank);
+        fflush(stdout);
+        raise(SIGKILL);
+      }
+      gex_AM_RequestMedium0(tm, next, COUNT_HANDLER, &g_expect_payload,
+                            sizeof g_expect_payload, GEX_EVENT_NOW, 0);
+      CHECK(gex_RMA_PutBlocking(tm, next, base, out, kBytes, 0) == 0);
+      CHECK(gex_RMA_GetBlocking(tm, back, next, base, kBytes, 0) == 0);
+      gex_AM_Poll();
+    }
+    printf("rank %u: survived\n", (unsigned)g_rank);
   } else {
     printf("rank %u: CHECK FAILED unknown mode %s\n", (unsigned)g_rank, mode);
     gasnet_exit(2);

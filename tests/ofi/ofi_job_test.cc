@@ -245,5 +245,33 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+// A rank killed while its peers still send to it and read from it: the
+// job ends with the dead rank's code (137), no survivor's own fatal error
+// first, and nothing left behind. (sockets reports the loss as I/O errors
+// and may hand the survivors corrupted messages meanwhile: README.md.)
+class OfiPeerDeathTest : public ::testing::TestWithParam<Provider> {};
+
+TEST_P(OfiPeerDeathTest, TheDeadRanksCodeEndsTheJob) {
+  const JobResult r = RunOfiJob(3, {"die", "200"}, GetParam().env);
+  EXPECT_EQ(r.exit_code, 137) << Describe(r);
+  EXPECT_THAT(r.out, HasSubstr("rank 2: dying")) << Describe(r);
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("survived"))) << Describe(r);
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("a send or RMA failed")))
+      << Describe(r);
+  EXPECT_TRUE(r.survivors.empty()) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Providers, OfiPeerDeathTest,
+    ::testing::Values(
+        Provider{"tcp_rxm", {"FI_PROVIDER=tcp;ofi_rxm"}},
+        Provider{"sockets", {"FI_PROVIDER=sockets"}},
+        Provider{"udp_rxd",
+                 {"FI_PROVIDER=udp;ofi_rxd", "GASNET_OFI_DEVICE=lo"}},
+        Provider{"shm", {"FI_PROVIDER=shm", "FI_SHM_DISABLE_CMA=1"}}),
+    [](const ::testing::TestParamInfo<Provider>& info) {
+      return std::string(info.param.name);
+    });
+
 }  // namespace
 }  // namespace gexrt::testing
