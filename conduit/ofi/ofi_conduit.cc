@@ -587,15 +587,24 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   if (int rc = fi_av_open(domain_, &av, &av_, nullptr); rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_av_open: %s", FiError(rc)));
   }
+  one_ep_ = !settings_.split_endpoints;
+  shared_cq_ = settings_.shared_cq || one_ep_;
   for (int e = 0; e < kEndpoints; ++e) {
+    if (shared_cq_ && e > 0) cq_[e] = cq_[0];
+    if (one_ep_ && e > 0) {
+      ep_[e] = ep_[0];
+      continue;
+    }
     if (absl::Status s = OpenEndpoint(e, &ep_[e], &cq_[e]); !s.ok()) return s;
   }
+  if (shared_cq_) set_aside_.reserve(256);
   if (absl::Status s = OpenLanes(lanes); !s.ok()) return s;
 
-  // Receive buffers go up before any peer can know our address.
+  // Receive buffers go up before any peer can know our address (one set
+  // per receiving endpoint).
   const size_t rx_size =
       settings_.multi_recv ? settings_.receive_buff_size : max_message_;
-  for (int e = 0; e < kEndpoints; ++e) {
+  for (int e = 0; e < (one_ep_ ? 1 : kEndpoints); ++e) {
     for (size_t i = 0; i < settings_.num_receive_buffs; ++i) {
       auto b = std::make_unique<RxBuffer>();
       b->ep = e;
@@ -655,6 +664,11 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
     peer_lanes_[r] = std::max<uint32_t>(all[r].lanes, 1);
     most_lanes = std::max(most_lanes, peer_lanes_[r]);
     for (int e = 0; e < kEndpoints; ++e) {
+      if (one_ep_ && e > 0) {  // (every rank has the same setting)
+        addresses_[2 * static_cast<size_t>(r) + e] =
+            addresses_[2 * static_cast<size_t>(r)];
+        continue;
+      }
       absl::StatusOr<fi_addr_t> a = insert(all[r].name[e], r);
       if (!a.ok()) return a.status();
       addresses_[2 * static_cast<size_t>(r) + e] = *a;
@@ -755,7 +769,9 @@ absl::Status OfiConduit::OpenEndpoint(int e, fid_ep** ep, fid_cq** cq) {
               : settings_.tx_cq_size != 0 && settings_.rx_cq_size != 0
                   ? settings_.tx_cq_size + settings_.rx_cq_size
                   : std::max(settings_.tx_cq_size, settings_.rx_cq_size);
-  if (int rc = fi_cq_open(domain_, &attr, cq, nullptr); rc != 0) {
+  if (*cq != nullptr) {
+    // Shared with the other receiving endpoint (GASNET_OFI_SHARED_CQ).
+  } else if (int rc = fi_cq_open(domain_, &attr, cq, nullptr); rc != 0) {
     return absl::InternalError(absl::StrFormat(
         "fi_cq_open (GASNET_OFI_TX_CQ_SIZE=%u, GASNET_OFI_RX_CQ_SIZE=%u): %s",
         settings_.tx_cq_size, settings_.rx_cq_size, FiError(rc)));
@@ -1076,6 +1092,7 @@ void OfiConduit::Fini() {
   }
   if (sep_ != nullptr) fi_close(&sep_->fid);
   sep_ = nullptr;
+  if (ep_[1] == ep_[0]) ep_[1] = nullptr;
   for (int e = 0; e < kEndpoints; ++e) {
     if (ep_[e] != nullptr) fi_close(&ep_[e]->fid);
     ep_[e] = nullptr;
@@ -1084,6 +1101,7 @@ void OfiConduit::Fini() {
     if (mr != nullptr) fi_close(&mr->fid);
     mr = nullptr;
   }
+  if (cq_[1] == cq_[0]) cq_[1] = nullptr;
   for (fid_cq*& cq : cq_) {
     if (cq != nullptr) fi_close(&cq->fid);
     cq = nullptr;
@@ -1104,11 +1122,15 @@ void OfiConduit::PrintStats() const {
                     lane->sent.load(std::memory_order_relaxed));
   }
   std::printf(
-      "ofi: rank %u: provider %s, %zu transmit context(s)%s, header in the "
-      "%s, source in %s, %s progress; requests=%llu replies=%llu "
+      "ofi: rank %u: provider %s, %s, %zu transmit context(s)%s, header in "
+      "the %s, source in %s, %s progress; requests=%llu replies=%llu "
       "credit_messages=%llu injected=%llu credit_waits=%llu sent_per_context="
       "%s\n",
-      rank_, Describe(*info_).c_str(), lanes_.size(),
+      rank_, Describe(*info_).c_str(),
+      one_ep_      ? "one receiving endpoint"
+      : shared_cq_ ? "two receiving endpoints (one CQ)"
+                   : "two receiving endpoints (two CQs)",
+      lanes_.size(),
       lanes_.size() == 1 ? ""
       : sep_ != nullptr  ? " (a scalable endpoint's)"
                          : " (endpoints)",
@@ -1156,8 +1178,9 @@ int OfiConduit::Poll() {
   if (peer_lost_deadline_ns_.load(std::memory_order_relaxed) != 0) {
     CheckPeerLost();
   }
-  int n = (this->*paths_->drain_rx)(kReplyEp, kPollBudget) +
-          (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
+  // (One queue: one read, delivering both endpoints' messages.)
+  int n = shared_cq_ ? 0 : (this->*paths_->drain_rx)(kReplyEp, kPollBudget);
+  n += (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
   if (lanes_.size() > 1) n += DrainLanes(MyLane());
   return n;
 }
@@ -1169,7 +1192,10 @@ int OfiConduit::Progress(bool replies_only) {
   }
   // (A transmit context's own queue holds no receives: a Reply's wait may
   // read it.)
-  int n = (this->*paths_->drain_rx)(kReplyEp, kPollBudget);
+  int n = 0;
+  if (replies_only || !shared_cq_) {
+    n += (this->*paths_->drain_rx)(kReplyEp, kPollBudget);
+  }
   if (!replies_only) n += (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
   if (lanes_.size() > 1) n += DrainLanes(MyLane());
   return n + others_.Poll(replies_only);
@@ -1317,18 +1343,28 @@ template <bool kCqData, bool kTagged>
 int OfiConduit::DrainRx(Endpoint ep, int budget) {
   using Entry =
       std::conditional_t<kTagged, fi_cq_tagged_entry, fi_cq_data_entry>;
-  if (cq_[ep] == nullptr) return 0;
+  fid_cq* const cq = cq_[ep];
+  if (cq == nullptr) return 0;
+  // With one queue for both endpoints (GASNET_OFI_SHARED_CQ), a drain for
+  // the reply endpoint (a Reply's or a handler's wait) sets Requests
+  // aside, and a drain for the request endpoint delivers them first.
+  const bool set_requests_aside = shared_cq_ && ep == kReplyEp;
+  std::mutex& mutex = rx_mutex_[shared_cq_ ? 0 : ep];
   int delivered = 0;
+  if (shared_cq_ && !set_requests_aside &&
+      has_set_aside_.load(std::memory_order_acquire)) {
+    delivered += DeliverSetAside<kCqData, kTagged>();
+  }
   while (delivered < budget) {
     Entry e[kCqBatch];
     ssize_t n;
     {
       // Under the lock, every buffer a completion points into is marked in
       // use before any thread can see a later completion release it.
-      std::unique_lock<std::mutex> lock(rx_mutex_[ep], std::defer_lock);
+      std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
       if (thread_safe_) lock.lock();
       const InLibfabric in;
-      n = fi_cq_read(cq_[ep], e, kCqBatch);
+      n = fi_cq_read(cq, e, kCqBatch);
       for (ssize_t i = 0; i < n; ++i) {
         if (IsTransmit(e[i].flags)) continue;
         static_cast<RxBuffer*>(e[i].op_context)
@@ -1338,7 +1374,7 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
     if (n == -FI_EAGAIN) break;
     if (n < 0) {
       if (n == -FI_EAVAIL) {
-        CqError(cq_[ep]);
+        CqError(cq);
         continue;
       }
       FatalErrorF("ofi conduit: rank %u: fi_cq_read: %s", rank_, FiError(n));
@@ -1349,6 +1385,10 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
         continue;
       }
       auto* b = static_cast<RxBuffer*>(e[i].op_context);
+      auto from = static_cast<Endpoint>(b->ep);
+      const bool released =
+          !settings_.multi_recv || (e[i].flags & FI_MULTI_RECV) != 0;
+      if (released) b->refs.fetch_add(RxBuffer::kReleased);
       // A multi-receive buffer's release may come alone, with no message
       // (length 0); a tagged message may be empty (all in its tag).
       if ((e[i].flags & FI_RECV) != 0 &&
@@ -1358,12 +1398,20 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
                               : b->data.get();
         uint64_t tag = 0;
         if constexpr (kTagged) tag = e[i].tag;
-        Deliver<kCqData, kTagged>(ep, msg, e[i].len, e[i].data, tag);
+        // One endpoint for both: the header says which.
+        if (one_ep_) {
+          const uint8_t flags = kTagged ? static_cast<uint8_t>(tag)
+                                        : (e[i].len != 0 ? msg[0] : 0);
+          from = (flags & kFlagRequest) != 0 ? kRequestEp : kReplyEp;
+        }
+        if (set_requests_aside && from == kRequestEp) {
+          // Keeps its reference on the buffer until delivered.
+          SetAside(SetAsideMessage{b, msg, e[i].len, e[i].data, tag});
+          continue;
+        }
+        Deliver<kCqData, kTagged>(from, msg, e[i].len, e[i].data, tag);
         ++delivered;
       }
-      const bool released =
-          !settings_.multi_recv || (e[i].flags & FI_MULTI_RECV) != 0;
-      if (released) b->refs.fetch_add(RxBuffer::kReleased);
       if (b->refs.fetch_sub(1, std::memory_order_acq_rel) - 1 ==
           RxBuffer::kReleased) {
         RepostOrFatal(b);
@@ -1372,6 +1420,33 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
     if (n < kCqBatch) break;
   }
   return delivered;
+}
+
+void OfiConduit::SetAside(const SetAsideMessage& m) {
+  std::unique_lock<std::mutex> lock(set_aside_mutex_, std::defer_lock);
+  if (thread_safe_) lock.lock();
+  set_aside_.push_back(m);
+  has_set_aside_.store(true, std::memory_order_release);
+}
+
+template <bool kCqData, bool kTagged>
+int OfiConduit::DeliverSetAside() {
+  std::vector<SetAsideMessage> now;
+  {
+    std::unique_lock<std::mutex> lock(set_aside_mutex_, std::defer_lock);
+    if (thread_safe_) lock.lock();
+    now.swap(set_aside_);
+    set_aside_.reserve(now.capacity());
+    has_set_aside_.store(false, std::memory_order_relaxed);
+  }
+  for (const SetAsideMessage& m : now) {
+    Deliver<kCqData, kTagged>(kRequestEp, m.msg, m.len, m.data, m.tag);
+    if (m.buffer->refs.fetch_sub(1, std::memory_order_acq_rel) - 1 ==
+        RxBuffer::kReleased) {
+      RepostOrFatal(m.buffer);
+    }
+  }
+  return static_cast<int>(now.size());
 }
 
 template <bool kCqData, bool kTagged>
@@ -1809,7 +1884,8 @@ absl::Status OfiConduit::AttachSegment(void* base, size_t size) {
     // serves one endpoint, so there is one per endpoint; otherwise one
     // serves the domain. Without FI_MR_PROV_KEY the keys are ours to
     // choose (unique within the domain).
-    const int registrations = mr_endpoint_ ? kEndpoints : 1;
+    const bool per_endpoint = mr_endpoint_ && !one_ep_;
+    const int registrations = per_endpoint ? kEndpoints : 1;
     for (int e = 0; e < registrations; ++e) {
       const uint64_t requested_key = prov_key_ ? 0 : 0x6765 + e;
       if (int rc = fi_mr_reg(domain_, base, size, access, 0, requested_key, 0,
@@ -1833,7 +1909,7 @@ absl::Status OfiConduit::AttachSegment(void* base, size_t size) {
     mine.base = reinterpret_cast<uint64_t>(base);
     mine.size = size;
     for (int e = 0; e < kEndpoints; ++e) {
-      mine.key[e] = fi_mr_key(segment_mr_[mr_endpoint_ ? e : 0]);
+      mine.key[e] = fi_mr_key(segment_mr_[per_endpoint ? e : 0]);
       if (mine.key[e] == FI_KEY_NOTAVAIL) {
         return absl::InternalError("fi_mr_key: no key for the segment");
       }

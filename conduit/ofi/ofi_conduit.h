@@ -2,13 +2,14 @@
 // the ranks outside this rank's supernode (README.md: providers, settings,
 // limits).
 //
-// Endpoints. Each rank opens two RDM endpoints on one domain, sharing one
-// address vector: one receives Requests, the other receives Replies and is
-// the target of RMA. A wait for room while sending a Reply (or while
-// a Request handler runs) polls only the reply endpoint, so a rank never
-// runs a Request handler inside another; a Request's wait polls both.
-// Each endpoint has its own transmit and receive completion queues (some
-// providers allow no sharing). Addresses are exchanged over the bootstrap.
+// Endpoints. Each rank opens one RDM endpoint (GASNET_OFI_SPLIT_ENDPOINTS=
+// yes: two, one receiving Requests and one Replies, ep_[0] and ep_[1];
+// otherwise both name the one) with one completion queue for sends,
+// receives and RMA (cq_[0] and cq_[1] the same unless
+// GASNET_OFI_SHARED_CQ=no). A wait for room while sending a Reply (or
+// while a Request handler runs) must not run a Request handler: its
+// drain sets the Requests it reads aside for the next full poll. Addresses
+// are exchanged over the bootstrap.
 //
 // Active Messages. A message is a header (category, handler, argument
 // count, piggy-backed credits, payload length; the source rank too unless
@@ -179,6 +180,18 @@ class OfiConduit final : public core::Conduit {
   template <bool kCqData, bool kTagged>
   void Deliver(Endpoint ep, const unsigned char* msg, size_t len,
                uint64_t cq_data, uint64_t tag);
+  // Requests a reply-endpoint drain read from the shared queue, delivered
+  // by the next request-endpoint drain.
+  struct SetAsideMessage {
+    RxBuffer* buffer;
+    const unsigned char* msg;
+    size_t len;
+    uint64_t data;
+    uint64_t tag;
+  };
+  void SetAside(const SetAsideMessage& m);
+  template <bool kCqData, bool kTagged>
+  int DeliverSetAside();
   // After each RMA chunk is posted: manual progress polls every
   // GASNET_OFI_RMA_POLL_FREQ.
   template <bool kManual>
@@ -307,6 +320,15 @@ class OfiConduit final : public core::Conduit {
   std::unique_ptr<Pool<SendBuffer>> bbuf_pool_;
   std::vector<std::unique_ptr<RxBuffer>> rx_buffers_;
   std::mutex rx_mutex_[kEndpoints];
+  // GASNET_OFI_SHARED_CQ: both receiving endpoints complete into cq_[0]
+  // (cq_[1] is the same queue), so a poll is one fi_cq_read.
+  bool shared_cq_ = false;
+  // GASNET_OFI_SPLIT_ENDPOINTS=no: one endpoint receives both (ep_[1] is
+  // ep_[0]); the header tells a Request from a Reply.
+  bool one_ep_ = false;
+  std::vector<SetAsideMessage> set_aside_;
+  std::mutex set_aside_mutex_;
+  std::atomic<bool> has_set_aside_{false};
 
   std::vector<RemoteSegment> segments_;
   uintptr_t segment_base_ = 0;

@@ -164,6 +164,10 @@ absl::StatusOr<Settings> ReadSettings() {
                        env::TryGetBool("GASNET_OFI_SCALABLE_EP", true));
   GEX_ASSIGN_OR_RETURN(s.print_stats,
                        env::TryGetBool("GASNET_OFI_STATS", false));
+  GEX_ASSIGN_OR_RETURN(s.shared_cq,
+                       env::TryGetBool("GASNET_OFI_SHARED_CQ", true));
+  GEX_ASSIGN_OR_RETURN(s.split_endpoints,
+                       env::TryGetBool("GASNET_OFI_SPLIT_ENDPOINTS", false));
   return s;
 }
 

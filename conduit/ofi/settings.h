@@ -83,6 +83,14 @@ struct Settings {
   // GASNET_OFI_STATS: each rank prints its configuration and counters at
   // exit (one line, "ofi: rank R: ...").
   bool print_stats = false;
+  // GASNET_OFI_SHARED_CQ: both receiving endpoints share one completion
+  // queue, so a poll is one fi_cq_read (a Reply's wait sets the Requests
+  // it reads aside); no: one queue each.
+  bool shared_cq = true;
+  // GASNET_OFI_SPLIT_ENDPOINTS: Requests and Replies arrive at endpoints
+  // of their own (yes), or at one (no: one endpoint, one queue, one
+  // progress pass a poll).
+  bool split_endpoints = false;
 
   static constexpr size_t kProviderMax = ~size_t{0};
 };

@@ -211,7 +211,21 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Provider{"tcp_rxm",
                  {"FI_PROVIDER=tcp;ofi_rxm"},
-                 {"tcp;ofi_rxm", "header in the message", "manual progress"}},
+                 {"tcp;ofi_rxm", "one receiving endpoint",
+                  "header in the message", "manual progress"}},
+        // Requests and Replies at endpoints of their own, with one CQ or
+        // one each.
+        Provider{"tcp_rxm_split",
+                 {"FI_PROVIDER=tcp;ofi_rxm", "GASNET_OFI_SPLIT_ENDPOINTS=yes"},
+                 {"two receiving endpoints (one CQ)"}},
+        Provider{"sockets_split_two_cqs",
+                 {"FI_PROVIDER=sockets", "GASNET_OFI_SPLIT_ENDPOINTS=yes",
+                  "GASNET_OFI_SHARED_CQ=no"},
+                 {"two receiving endpoints (two CQs)"}},
+        Provider{"shm_split_tagged",
+                 {"FI_PROVIDER=shm", "FI_SHM_DISABLE_CMA=1",
+                  "GASNET_OFI_SPLIT_ENDPOINTS=yes", "GASNET_OFI_TAGGED_AM=yes"},
+                 {"two receiving endpoints (one CQ)", "header in the tag"}},
         Provider{"sockets", {"FI_PROVIDER=sockets"}},
         Provider{"udp_rxd",
                  {"FI_PROVIDER=udp;ofi_rxd", "GASNET_OFI_DEVICE=lo"}},
