@@ -164,10 +164,14 @@ absl::StatusOr<Settings> ReadSettings() {
                        env::TryGetBool("GASNET_OFI_SCALABLE_EP", true));
   GEX_ASSIGN_OR_RETURN(s.print_stats,
                        env::TryGetBool("GASNET_OFI_STATS", false));
-  GEX_ASSIGN_OR_RETURN(s.shared_cq,
-                       env::TryGetBool("GASNET_OFI_SHARED_CQ", true));
-  GEX_ASSIGN_OR_RETURN(s.split_endpoints,
-                       env::TryGetBool("GASNET_OFI_SPLIT_ENDPOINTS", false));
+  if (env::GetRaw("GASNET_OFI_SHARED_CQ").has_value()) {
+    GEX_ASSIGN_OR_RETURN(s.shared_cq,
+                         env::TryGetBool("GASNET_OFI_SHARED_CQ", true));
+  }
+  if (env::GetRaw("GASNET_OFI_SPLIT_ENDPOINTS").has_value()) {
+    GEX_ASSIGN_OR_RETURN(s.split_endpoints,
+                         env::TryGetBool("GASNET_OFI_SPLIT_ENDPOINTS", false));
+  }
   return s;
 }
 

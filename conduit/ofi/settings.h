@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -86,11 +87,13 @@ struct Settings {
   // GASNET_OFI_SHARED_CQ: both receiving endpoints share one completion
   // queue, so a poll is one fi_cq_read (a Reply's wait sets the Requests
   // it reads aside); no: one queue each.
-  bool shared_cq = true;
+  // Unset: yes, except on sockets (see the README's limits).
+  std::optional<bool> shared_cq;
   // GASNET_OFI_SPLIT_ENDPOINTS: Requests and Replies arrive at endpoints
   // of their own (yes), or at one (no: one endpoint, one queue, one
-  // progress pass a poll).
-  bool split_endpoints = false;
+  // progress pass a poll). Unset: one, except on sockets (see the
+  // README's limits).
+  std::optional<bool> split_endpoints;
 
   static constexpr size_t kProviderMax = ~size_t{0};
 };
