@@ -587,15 +587,8 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   if (int rc = fi_av_open(domain_, &av, &av_, nullptr); rc != 0) {
     return absl::InternalError(absl::StrFormat("fi_av_open: %s", FiError(rc)));
   }
-  // sockets keeps the earlier layout by default (two endpoints, a queue
-  // each): with one queue for both (one endpoint or two), a 64 KiB Long's
-  // handler saw a stale payload there, 1 run in 4 of am_job_test in
-  // supernodes of two; never with a queue each (8 of 8), nor on the other
-  // providers. Not understood yet.
-  const bool sockets =
-      std::strcmp(info_->fabric_attr->prov_name, "sockets") == 0;
-  one_ep_ = !settings_.split_endpoints.value_or(sockets);
-  shared_cq_ = one_ep_ || settings_.shared_cq.value_or(!sockets);
+  one_ep_ = !settings_.split_endpoints.value_or(false);
+  shared_cq_ = one_ep_ || settings_.shared_cq.value_or(true);
   for (int e = 0; e < kEndpoints; ++e) {
     if (shared_cq_ && e > 0) cq_[e] = cq_[0];
     if (one_ep_ && e > 0) {

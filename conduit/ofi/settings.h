@@ -87,12 +87,11 @@ struct Settings {
   // GASNET_OFI_SHARED_CQ: both receiving endpoints share one completion
   // queue, so a poll is one fi_cq_read (a Reply's wait sets the Requests
   // it reads aside); no: one queue each.
-  // Unset: yes, except on sockets (see the README's limits).
+  // Unset: yes.
   std::optional<bool> shared_cq;
   // GASNET_OFI_SPLIT_ENDPOINTS: Requests and Replies arrive at endpoints
   // of their own (yes), or at one (no: one endpoint, one queue, one
-  // progress pass a poll). Unset: one, except on sockets (see the
-  // README's limits).
+  // progress pass a poll). Unset: one.
   std::optional<bool> split_endpoints;
 
   static constexpr size_t kProviderMax = ~size_t{0};

@@ -734,6 +734,9 @@ static void CheckLimits(size_t *largest_medium, size_t *largest_long) {
 
 static uintptr_t g_sizes_slot;
 static uint8_t *g_sizes_src;
+/* The Replies' source: a Request's blocking send may run this rank's
+ * handlers while its payload is still being read from g_sizes_src. */
+static uint8_t *g_sizes_reply_src;
 static uint64_t g_sizes_replies;
 static uint64_t g_sizes_requests;
 /* Sequence numbers: of my requests to each rank (replies echo them), and
@@ -801,8 +804,8 @@ static void OnSizes(gex_Token_t t, int cat, int kind, void *buf, size_t nbytes,
     m.cat = cat;
     m.idx = Index(nargs, cat, kReply);
     m.len = sk == kSizeMax ? token_max : SizeFor(sk, cat, kReply, src, nargs);
-    FillPattern(g_sizes_src, m.len, SizesSeed(g_me, kReply, seq));
-    m.src = g_sizes_src;
+    FillPattern(g_sizes_reply_src, m.len, SizesSeed(g_me, kReply, seq));
+    m.src = g_sizes_reply_src;
     m.dest = g_owner[src] + SizesLongOffset(kReply, g_me);
     m.lc = GEX_EVENT_NOW;
     m.flags = 0;
@@ -838,6 +841,7 @@ static void ModeSizes(void) {
   }
   largest = largest_long > largest_medium ? largest_long : largest_medium;
   g_sizes_src = (uint8_t *)Allocate(largest);
+  g_sizes_reply_src = (uint8_t *)Allocate(largest);
   g_sizes_sent = (gex_AM_Arg_t *)Allocate(g_n * sizeof(gex_AM_Arg_t));
   for (kind = 0; kind < kKinds; ++kind) {
     g_sizes_next[kind] = (gex_AM_Arg_t *)Allocate(g_n * sizeof(gex_AM_Arg_t));
