@@ -750,14 +750,7 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   return Connect(*args.map);
 }
 
-absl::Status OfiConduit::OpenEndpoint(int e, fid_ep** ep, fid_cq** cq) {
-  const bool receives = e < kEndpoints;
-  // One completion queue per endpoint for its sends, RMA and receives: a
-  // poll is one fi_cq_read per endpoint (with tcp;ofi_rxm each read is a
-  // progress pass with a system call, so separate queues cost a round
-  // trip a quarter more). A Reply's wait polls only the reply endpoint's,
-  // which holds everything a Reply's send needs (its buffers, its Long
-  // payload's write, Puts and Gets).
+absl::Status OfiConduit::OpenCq(bool receives, fid_cq** cq) {
   // A transmit context's own endpoint receives nothing: its queue holds
   // only the completions of what it sent.
   fi_cq_attr attr{};
@@ -769,12 +762,21 @@ absl::Status OfiConduit::OpenEndpoint(int e, fid_ep** ep, fid_cq** cq) {
               : settings_.tx_cq_size != 0 && settings_.rx_cq_size != 0
                   ? settings_.tx_cq_size + settings_.rx_cq_size
                   : std::max(settings_.tx_cq_size, settings_.rx_cq_size);
-  if (*cq != nullptr) {
-    // Shared with the other receiving endpoint (GASNET_OFI_SHARED_CQ).
-  } else if (int rc = fi_cq_open(domain_, &attr, cq, nullptr); rc != 0) {
+  if (int rc = fi_cq_open(domain_, &attr, cq, nullptr); rc != 0) {
     return absl::InternalError(absl::StrFormat(
         "fi_cq_open (GASNET_OFI_TX_CQ_SIZE=%u, GASNET_OFI_RX_CQ_SIZE=%u): %s",
         settings_.tx_cq_size, settings_.rx_cq_size, FiError(rc)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OfiConduit::OpenEndpoint(int e, fid_ep** ep, fid_cq** cq) {
+  const bool receives = e < kEndpoints;
+  // One completion queue for sends, RMA and receives (with tcp;ofi_rxm
+  // each read is a progress pass with a system call). `*cq` already set:
+  // the other receiving endpoint's, shared (GASNET_OFI_SHARED_CQ).
+  if (*cq == nullptr) {
+    if (absl::Status s = OpenCq(receives, cq); !s.ok()) return s;
   }
   // shm names an endpoint after the process id ("fi_shm://<pid>") in
   // /dev/shm, which processes in different pid namespaces on one host
@@ -857,15 +859,11 @@ absl::Status OfiConduit::OpenLanes(size_t count) {
     }
     for (size_t k = 0; k < extra; ++k) {
       auto lane = std::make_unique<Lane>();
-      fi_cq_attr attr{};
-      attr.format = FI_CQ_FORMAT_CONTEXT;
-      attr.wait_obj = FI_WAIT_NONE;
-      attr.size = settings_.tx_cq_size;
-      int rc = fi_cq_open(domain_, &attr, &lane->cq, nullptr);
-      if (rc == 0) {
-        rc = fi_tx_context(sep_, static_cast<int>(k), nullptr, &lane->own,
-                           nullptr);
+      if (absl::Status s = OpenCq(/*receives=*/false, &lane->cq); !s.ok()) {
+        return s;
       }
+      int rc = fi_tx_context(sep_, static_cast<int>(k), nullptr, &lane->own,
+                             nullptr);
       if (rc == 0) rc = fi_ep_bind(lane->own, &lane->cq->fid, FI_TRANSMIT);
       if (rc == 0) rc = fi_enable(lane->own);
       if (rc != 0) {
@@ -1630,7 +1628,6 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   const size_t total = inline_len != 0 ? payload_at + inline_len : args_end;
   Lane& lane = MyLane();
 
-  PoliteSpinWait spin(polite_);
   if (request && !TakeCredit(dest, immediate)) return SendStatus::kWouldBlock;
   // What to give back when an IMMEDIATE send ends up sending nothing.
   auto undo_credit = [&] {
@@ -1651,38 +1648,22 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
   unsigned char* out = stack;
   SendBuffer* buffer = nullptr;
   if (!inject) {
-    Pool<SendBuffer>& pool = *send_pool_[ep];
-    while ((buffer = pool.Get()) == nullptr) {
-      if (immediate) {
-        undo_credit();
-        return SendStatus::kWouldBlock;
-      }
-      if (Progress(replies_only) == 0) spin.Pause();
+    if ((buffer = TakeSendBuffer(ep, immediate)) == nullptr) {
+      undo_credit();
+      return SendStatus::kWouldBlock;
     }
     out = buffer->data.get();
   }
 
   const uint32_t banked = credits_->TakeBanked(dest);
-  AmHeader h;
-  h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3);
-  if (request) h.flags |= kFlagRequest;
-  if (credits_only) h.flags |= kFlagCreditsOnly;
-  if (long_by_rma) h.flags |= kFlagLongByRma;
-  h.handler = m.handler;
-  h.nargs = m.nargs;
+  uint8_t flags = 0;
+  if (credits_only) flags |= kFlagCreditsOnly;
+  if (long_by_rma) flags |= kFlagLongByRma;
   // A Reply returns its Request's credit, besides what was banked.
-  const uint32_t credits = banked + (request || credits_only ? 0 : 1);
-  h.credits = static_cast<uint16_t>(std::min<uint32_t>(credits, 0xffff));
-  h.len = static_cast<uint32_t>(m.len);
-  h.source = rank_;
-  h.long_dest = m.long_dest;
-  uint64_t tag;
-  const size_t off = EncodeHeader<kCqData, kTagged>(h, is_long, out, &tag);
-  if (m.nargs != 0) std::memcpy(out + off, m.args, 4 * size_t{m.nargs});
-  if (inline_len != 0) {
-    std::memset(out + args_end, 0, payload_at - args_end);
-    std::memcpy(out + payload_at, m.payload, inline_len);
-  }
+  const uint64_t tag = WriteHeader<kCqData, kTagged>(
+      out, m, request, flags, banked + (request || credits_only ? 0 : 1),
+      inline_len);
+  if (inline_len != 0) std::memcpy(out + payload_at, m.payload, inline_len);
   if (!Transmit<kCqData, kTagged>(lane, ep, dest, out, total, tag, buffer,
                                   inject, immediate, replies_only)) {
     if (buffer != nullptr) send_pool_[ep]->Put(buffer);
@@ -1690,15 +1671,52 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
     undo_credit();
     return SendStatus::kWouldBlock;
   }
-  if (!credits_only) {
-    if (request) {
-      counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      reply->replied = true;
-      counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
+  if (!credits_only) CountSent(reply);
   return SendStatus::kOk;
+}
+
+template <bool kCqData, bool kTagged>
+uint64_t OfiConduit::WriteHeader(unsigned char* out, const core::Outbound& m,
+                                 bool request, uint8_t flags, uint32_t credits,
+                                 size_t inline_len) {
+  AmHeader h;
+  h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3) |
+            (request ? kFlagRequest : 0) | flags;
+  h.handler = m.handler;
+  h.nargs = m.nargs;
+  h.credits = static_cast<uint16_t>(std::min<uint32_t>(credits, 0xffff));
+  h.len = static_cast<uint32_t>(m.len);
+  h.source = rank_;
+  h.long_dest = m.long_dest;
+  uint64_t tag;
+  const bool is_long = m.category == Category::kLong;
+  const size_t off = EncodeHeader<kCqData, kTagged>(h, is_long, out, &tag);
+  if (m.nargs != 0) std::memcpy(out + off, m.args, 4 * size_t{m.nargs});
+  if (inline_len != 0) {
+    const size_t args_end = ArgsEnd<kCqData, kTagged>(is_long, m.nargs);
+    std::memset(out + args_end, 0, PayloadOffset(args_end) - args_end);
+  }
+  return tag;
+}
+
+OfiConduit::SendBuffer* OfiConduit::TakeSendBuffer(Endpoint ep,
+                                                   bool immediate) {
+  PoliteSpinWait spin(polite_);
+  SendBuffer* buffer;
+  while ((buffer = send_pool_[ep]->Get()) == nullptr) {
+    if (immediate) return nullptr;
+    if (Progress(/*replies_only=*/ep == kReplyEp) == 0) spin.Pause();
+  }
+  return buffer;
+}
+
+void OfiConduit::CountSent(ReplyHandle* reply) {
+  if (reply == nullptr) {
+    counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    reply->replied = true;
+    counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 // Negotiated payload. Reserve claims the Request's credit and a send
@@ -1719,16 +1737,12 @@ core::SendStatus OfiConduit::Reserve(core::Reservation& r, size_t max_payload,
     FatalErrorF("ofi conduit: rank %u is not in the job (size %u)", dest,
                 size_);
   }
-  PoliteSpinWait spin(polite_);
   if (request && !TakeCredit(dest, immediate)) return SendStatus::kWouldBlock;
-  const Endpoint ep = request ? kRequestEp : kReplyEp;
-  SendBuffer* buffer;
-  while ((buffer = send_pool_[ep]->Get()) == nullptr) {
-    if (immediate) {
-      if (request) credits_->Grant(dest, 1);
-      return SendStatus::kWouldBlock;
-    }
-    if (Progress(/*replies_only=*/!request) == 0) spin.Pause();
+  SendBuffer* const buffer =
+      TakeSendBuffer(request ? kRequestEp : kReplyEp, immediate);
+  if (buffer == nullptr) {
+    if (request) credits_->Grant(dest, 1);
+    return SendStatus::kWouldBlock;
   }
   r.state[0] = reinterpret_cast<uintptr_t>(buffer);
   r.buffer = buffer->data.get() + PayloadOffsetFor(false, r.nargs);
@@ -1777,29 +1791,13 @@ void OfiConduit::CommitInPlace(core::Reservation& r, const core::Outbound& m) {
   const size_t total = m.len != 0 ? payload_at + m.len : args_end;
 
   const uint32_t banked = credits_->TakeBanked(dest);
-  AmHeader h;
-  h.flags =
-      static_cast<uint8_t>(Category::kMedium) | (request ? kFlagRequest : 0);
-  h.handler = m.handler;
-  h.nargs = m.nargs;
-  const uint32_t credits = banked + (request ? 0 : 1);
-  h.credits = static_cast<uint16_t>(std::min<uint32_t>(credits, 0xffff));
-  h.len = static_cast<uint32_t>(m.len);
-  h.source = rank_;
-  uint64_t tag;
-  const size_t off = EncodeHeader<kCqData, kTagged>(h, false, out, &tag);
-  if (m.nargs != 0) std::memcpy(out + off, m.args, 4 * size_t{m.nargs});
-  if (m.len != 0) std::memset(out + args_end, 0, payload_at - args_end);
+  const uint64_t tag = WriteHeader<kCqData, kTagged>(
+      out, m, request, 0, banked + (request ? 0 : 1), m.len);
   const bool inject = kInject && total <= am_inject_;
   Transmit<kCqData, kTagged>(MyLane(), ep, dest, out, total, tag, buffer,
                              inject, /*immediate=*/false,
                              /*replies_only=*/!request);
-  if (request) {
-    counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    reply->replied = true;
-    counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
-  }
+  CountSent(request ? nullptr : reply);
 }
 
 template <bool kCqData, bool kTagged>

@@ -150,6 +150,9 @@ class OfiConduit final : public core::Conduit {
   // Opens receiving endpoint `which` (a Lane's own when >= kEndpoints).
   absl::Status OpenEndpoint(int which, fid_ep** ep, fid_cq** cq);
   absl::Status OpenLanes(size_t count);
+  // A completion queue: a receiving endpoint's (DATA or TAGGED format)
+  // or a transmit context's (CONTEXT format).
+  absl::Status OpenCq(bool receives, fid_cq** cq);
   absl::Status PostReceive(RxBuffer* b);
   void RepostOrFatal(RxBuffer* b);
 
@@ -266,6 +269,17 @@ class OfiConduit final : public core::Conduit {
   bool WriteLongPayload(Lane& lane, Endpoint ep, Rank dest, const void* src,
                         size_t len, uint64_t long_dest, bool immediate,
                         bool replies_only);
+  // Writes the header and arguments of `m` at `out` (and the padding
+  // before an inline payload of `inline_len` bytes); returns the tag.
+  template <bool kCqData, bool kTagged>
+  uint64_t WriteHeader(unsigned char* out, const core::Outbound& m,
+                       bool request, uint8_t flags, uint32_t credits,
+                       size_t inline_len);
+  // A send buffer of `ep`'s pool, waiting (polling) unless `immediate`;
+  // null: none, and `immediate`.
+  SendBuffer* TakeSendBuffer(Endpoint ep, bool immediate);
+  // Counts a Request (`reply` null) or a Reply (and marks it replied).
+  void CountSent(ReplyHandle* reply);
   // A Request's credit for `dest`, waiting (polling) for one unless
   // `immediate`; false: none, and `immediate`.
   bool TakeCredit(Rank dest, bool immediate);

@@ -226,12 +226,12 @@ std::string ExplainRefusals(const Requirements& r) {
   // reports only the capabilities it was asked for), then with FI_MSG
   // alone, so a provider lacking one is named too.
   fi_info* list = nullptr;
-  for (const uint64_t caps : {uint64_t{FI_MSG | FI_RMA}, uint64_t{FI_MSG}}) {
+  const uint64_t needed = FI_MSG | FI_RMA | (r.tagged ? FI_TAGGED : 0) |
+                          (r.multi_recv ? FI_MULTI_RECV : 0);
+  for (const uint64_t caps : {needed, uint64_t{FI_MSG}}) {
     InfoPtr hints(fi_allocinfo());
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps =
-        caps | (r.tagged ? FI_TAGGED : 0) | (r.multi_recv ? FI_MULTI_RECV : 0);
-    if (caps == FI_MSG) hints->caps = FI_MSG;
+    hints->caps = caps;
     hints->mode = ~uint64_t{0};
     hints->domain_attr->mr_mode = static_cast<int>(
         FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
