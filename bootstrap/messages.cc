@@ -74,6 +74,14 @@ void Fields(ExitReady& m, F&& f) {
   f(m.rank);
 }
 template <typename F>
+void Fields(ExitRequest& m, F&& f) {
+  f(m.rank), f(m.exit_code);
+}
+template <typename F>
+void Fields(ExitJob& m, F&& f) {
+  f(m.initiator), f(m.exit_code), f(m.peer_lost);
+}
+template <typename F>
 void Fields(Abort& m, F&& f) {
   f(m.rank), f(m.exit_code), f(m.reason);
 }
@@ -151,6 +159,8 @@ GEX_WIRE_MESSAGE(CollectiveDown)
 GEX_WIRE_MESSAGE(CollectiveFailed)
 GEX_WIRE_MESSAGE(Fini)
 GEX_WIRE_MESSAGE(ExitReady)
+GEX_WIRE_MESSAGE(ExitRequest)
+GEX_WIRE_MESSAGE(ExitJob)
 GEX_WIRE_MESSAGE(Abort)
 GEX_WIRE_MESSAGE(RankExited)
 GEX_WIRE_MESSAGE(Kill)

@@ -71,6 +71,22 @@ struct ExitReady {
   uint32_t rank = 0;
 };
 
+// A rank whose exit was not collective asks for the job to end with its
+// code; the root decides once, whoever asks first.
+struct ExitRequest {
+  uint32_t rank = 0;
+  int32_t exit_code = 0;
+};
+
+// The root's decision, for every launcher to pass on to its ranks: exit
+// with `exit_code`. `peer_lost`: a rank died or failed without leaving the
+// job, so nobody should wait for it.
+struct ExitJob {
+  uint32_t initiator = 0;
+  int32_t exit_code = 0;
+  bool peer_lost = false;
+};
+
 struct Abort {
   uint32_t rank = 0;
   int32_t exit_code = 1;
@@ -111,6 +127,11 @@ template <>
 inline constexpr MessageType kMessageType<Fini> = MessageType::kFini;
 template <>
 inline constexpr MessageType kMessageType<ExitReady> = MessageType::kExitReady;
+template <>
+inline constexpr MessageType kMessageType<ExitRequest> =
+    MessageType::kExitRequest;
+template <>
+inline constexpr MessageType kMessageType<ExitJob> = MessageType::kExitJob;
 template <>
 inline constexpr MessageType kMessageType<Abort> = MessageType::kAbort;
 template <>

@@ -91,6 +91,10 @@ std::string_view MessageTypeName(MessageType type) {
       return "agent ready";
     case MessageType::kExitReady:
       return "exit ready";
+    case MessageType::kExitRequest:
+      return "exit request";
+    case MessageType::kExitJob:
+      return "exit job";
   }
   return "unknown message";
 }

@@ -55,6 +55,12 @@ enum class MessageType : uint8_t {
   // rank -> launcher: this rank's graceful exit is in place (exit/): when
   // another rank dies, SIGTERM asks it to exit cleanly.
   kExitReady = 11,
+  // rank -> launcher (relayed up to the root): this rank's exit is not
+  // collective (the reduce ran out of time); end the job with its code.
+  kExitRequest = 12,
+  // root -> agents (relayed down): ask every exit-ready rank to exit with
+  // this code (a non-collective exit, or a rank that died).
+  kExitJob = 13,
 };
 
 std::string_view MessageTypeName(MessageType type);

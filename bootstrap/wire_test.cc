@@ -281,6 +281,22 @@ TEST(MessagesRoundTrip, ExitReady) {
   EXPECT_EQ(RoundTrip(ExitReady{0x1234}, Decode<ExitReady>).rank, 0x1234u);
 }
 
+TEST(MessagesRoundTrip, ExitRequest) {
+  const ExitRequest got =
+      RoundTrip(ExitRequest{0x4321, -7}, Decode<ExitRequest>);
+  EXPECT_EQ(got.rank, 0x4321u);
+  EXPECT_EQ(got.exit_code, -7);
+}
+
+TEST(MessagesRoundTrip, ExitJob) {
+  ExitJob got = RoundTrip(ExitJob{12, 3, true}, Decode<ExitJob>);
+  EXPECT_EQ(got.initiator, 12u);
+  EXPECT_EQ(got.exit_code, 3);
+  EXPECT_TRUE(got.peer_lost);
+  got = RoundTrip(ExitJob{0, 0, false}, Decode<ExitJob>);
+  EXPECT_FALSE(got.peer_lost);
+}
+
 TEST(MessagesRoundTrip, Fini) {
   EXPECT_EQ(RoundTrip(Fini{0}, Decode<Fini>).rank, 0u);
   EXPECT_EQ(RoundTrip(Fini{0xabcdef01}, Decode<Fini>).rank, 0xabcdef01u);
@@ -406,6 +422,10 @@ std::vector<DecodeCase> AllDecodeCases() {
        StatusOf(Decode<AgentReady>)},
       {"ExitReady", MessageType::kExitReady, B(Encode(ExitReady{5})),
        StatusOf(Decode<ExitReady>)},
+      {"ExitRequest", MessageType::kExitRequest, B(Encode(ExitRequest{5, 2})),
+       StatusOf(Decode<ExitRequest>)},
+      {"ExitJob", MessageType::kExitJob, B(Encode(ExitJob{5, 2, true})),
+       StatusOf(Decode<ExitJob>)},
   };
 }
 
