@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_format.h"
 #include "am/handler_table.h"
 #include "am/token.h"
+#include "api/rma.h"
 #include "api/runtime.h"
 #include "base/fatal.h"
 #include "core/router.h"
@@ -66,15 +68,37 @@ inline void CompleteLocally(gex_Event_t* lc_opt) {
       std::strstr(call, "Request") != nullptr ? ", GEX_EVENT_GROUP" : "");
 }
 
-// The checks every send makes, out of line when they fail.
-[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadSend(const char* call,
-                                                  const Runtime& rt,
-                                                  gex_Rank_t rank,
-                                                  unsigned nargs, size_t nbytes,
-                                                  size_t max) {
+// Indices below kClientIndexBase belong to the runtime's own handlers (the
+// RMA engine's, the collectives'...), which trust their arguments: a client
+// message there could run one with junk (a Get handler reading a wild
+// address). The runtime's senders go through core:: directly, never here.
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadHandlerIndex(
+    const char* call, gex_AM_Index_t handler) {
+  FatalErrorF(
+      "%s: handler index %u is reserved for the runtime's internal "
+      "handlers (client handlers use %u-%u)",
+      call, handler, am::kClientIndexBase, am::kTableSize - 1);
+}
+
+// The checks every send makes, out of line when they fail. `tm` is null
+// for a Reply (it has a token instead), `src` is checked only for a
+// Medium or Long (`payload`).
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadSend(
+    const char* call, const Runtime& rt, gex_TM_t tm, gex_Rank_t rank,
+    gex_AM_Index_t handler, bool payload, const void* src, unsigned nargs,
+    size_t nbytes, size_t max) {
+  const bool request = std::strstr(call, "Request") != nullptr;
+  if (request && tm != &rt.tm) {
+    FatalErrorF("%s: tm %s is not this client's team", call,
+                tm == nullptr ? std::string("NULL")
+                              : absl::StrFormat("%p", static_cast<void*>(tm)));
+  }
   if (rank >= rt.size) {
     FatalErrorF("%s: rank %u is not in the team (size %u)", call, rank,
                 rt.size);
+  }
+  if (handler < am::kClientIndexBase) {
+    BadHandlerIndex(call, handler);
   }
   if (nargs > am::kMaxArgs) {
     FatalErrorF("%s: %u arguments exceed gex_AM_MaxArgs() = %u", call, nargs,
@@ -84,10 +108,12 @@ inline void CompleteLocally(gex_Event_t* lc_opt) {
     FatalErrorF(
         "%s: nbytes %zu exceeds the maximum payload %zu "
         "(gex_AM_Max%s)",
-        call, nbytes, max,
-        std::strstr(call, "Request") ? "Request..." : "Reply...");
+        call, nbytes, max, request ? "Request..." : "Reply...");
   }
-  if (am::HandlerContext::InHandler()) {
+  if (payload && src == nullptr && nbytes != 0) {
+    FatalErrorF("%s: source buffer is NULL with nbytes %zu", call, nbytes);
+  }
+  if (request && am::HandlerContext::InHandler()) {
     FatalErrorF(
         "%s: a Request from inside an AM handler (handlers may only "
         "reply)",
@@ -106,6 +132,17 @@ inline void CompleteLocally(gex_Event_t* lc_opt) {
       "%s: destination [%p, +%zu) is outside rank %u's segment [%p, +%zu)%s",
       call, dest, nbytes, rank, reinterpret_cast<void*>(s.base), s.size,
       rt.attached ? "" : " (no segment attached yet)");
+}
+
+// --config=dbg: the payload's source is mapped memory, and a Long's does
+// not overlap its destination where that is mapped here (`local`; a
+// loopback or supernode Long is one memcpy).
+ABSL_ATTRIBUTE_NOINLINE void DebugCheckPayload(const char* call,
+                                               const void* src, size_t nbytes,
+                                               const void* local) {
+  if (nbytes == 0) return;
+  DebugCheckMapped(call, "source buffer", src, nbytes);
+  if (local != nullptr) DebugCheckOverlap(call, src, local, nbytes);
 }
 
 inline Runtime& Rt(const char* call) {
@@ -137,11 +174,17 @@ inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
   const char* call = SendCallName(category, true);
   Runtime& rt = Rt(call);
   const size_t max = MaxPayload(rt, category);
-  if (ABSL_PREDICT_FALSE(rank >= rt.size || nargs > am::kMaxArgs ||
-                         nbytes > max || am::HandlerContext::InHandler())) {
-    BadSend(call, rt, rank, nargs, nbytes, max);
+  // One compare each (category is a constant here: a Short's payload test
+  // folds away); the diagnosis is out of line.
+  const bool payload = category != am::Category::kShort;
+  if (ABSL_PREDICT_FALSE(tm != &rt.tm || rank >= rt.size ||
+                         handler < am::kClientIndexBase ||
+                         nargs > am::kMaxArgs || nbytes > max ||
+                         (payload && src == nullptr && nbytes != 0) ||
+                         am::HandlerContext::InHandler())) {
+    BadSend(call, rt, tm, rank, handler, payload, src, nargs, nbytes, max);
   }
-  if (category != am::Category::kShort &&
+  if (payload &&
       ABSL_PREDICT_FALSE(lc_opt == nullptr || lc_opt == GEX_EVENT_DEFER)) {
     BadLcOpt(call, lc_opt);
   }
@@ -149,7 +192,9 @@ inline int Request(am::Category category, gex_TM_t tm, gex_Rank_t rank,
   if (category == am::Category::kLong) {
     local = LongTarget(call, rt, rank, dest, nbytes);
   }
-  (void)tm;
+  if constexpr (kDebugChecks) {
+    if (payload) DebugCheckPayload(call, src, nbytes, local);
+  }
   if (core::Request(rt, rank, category, handler,
                     reinterpret_cast<const uint32_t*>(args),
                     static_cast<uint8_t>(nargs), src, nbytes,
@@ -188,10 +233,14 @@ inline int Reply(am::Category category, gex_Token_t token,
   Runtime& rt = Rt(call);
   am::Token* t = ReplyToken(call, token);
   const size_t max = MaxPayload(rt, category);
-  if (ABSL_PREDICT_FALSE(nargs > am::kMaxArgs || nbytes > max)) {
-    BadSend(call, rt, t->source, nargs, nbytes, max);
+  const bool payload = category != am::Category::kShort;
+  if (ABSL_PREDICT_FALSE(handler < am::kClientIndexBase ||
+                         nargs > am::kMaxArgs || nbytes > max ||
+                         (payload && src == nullptr && nbytes != 0))) {
+    BadSend(call, rt, nullptr, t->source, handler, payload, src, nargs, nbytes,
+            max);
   }
-  if (category != am::Category::kShort &&
+  if (payload &&
       ABSL_PREDICT_FALSE(lc_opt == nullptr || lc_opt == GEX_EVENT_DEFER ||
                          lc_opt == GEX_EVENT_GROUP)) {
     BadLcOpt(call, lc_opt);
@@ -199,6 +248,9 @@ inline int Reply(am::Category category, gex_Token_t token,
   void* local = nullptr;
   if (category == am::Category::kLong) {
     local = LongTarget(call, rt, t->source, dest, nbytes);
+  }
+  if constexpr (kDebugChecks) {
+    if (payload) DebugCheckPayload(call, src, nbytes, local);
   }
   if (core::Reply(rt, *t, category, handler,
                   reinterpret_cast<const uint32_t*>(args),
@@ -241,20 +293,25 @@ const char* PrepareName(am::Category c, bool request) {
   return request ? "gex_AM_PrepareRequestMedium" : "gex_AM_PrepareReplyMedium";
 }
 
-gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_Rank_t rank,
-                         am::Token* token, const void* client_buf, size_t least,
-                         size_t most, void* dest, gex_Event_t* lc_opt,
-                         gex_Flags_t flags, unsigned nargs) {
+gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_TM_t tm,
+                         gex_Rank_t rank, am::Token* token,
+                         const void* client_buf, size_t least, size_t most,
+                         void* dest, gex_Event_t* lc_opt, gex_Flags_t flags,
+                         unsigned nargs) {
   const char* call = PrepareName(category, request);
   Runtime& rt = Rt(call);
   const size_t max = MaxPayload(rt, category);
+  // The handler is named only at Commit, which checks it; here it passes.
+  constexpr gex_AM_Index_t kAnyClientHandler = am::kClientIndexBase;
   if (request) {
-    if (rank >= rt.size || nargs > am::kMaxArgs || least > max ||
-        am::HandlerContext::InHandler()) {
-      BadSend(call, rt, rank, nargs, least, max);
+    if (tm != &rt.tm || rank >= rt.size || nargs > am::kMaxArgs ||
+        least > max || am::HandlerContext::InHandler()) {
+      BadSend(call, rt, tm, rank, kAnyClientHandler, false, nullptr, nargs,
+              least, max);
     }
   } else if (nargs > am::kMaxArgs || least > max) {
-    BadSend(call, rt, rank, nargs, least, max);
+    BadSend(call, rt, nullptr, rank, kAnyClientHandler, false, nullptr, nargs,
+            least, max);
   }
   if (least > most) {
     FatalErrorF("%s: least_payload %zu exceeds most_payload %zu", call, least,
@@ -349,6 +406,9 @@ void Commit(const char* call, gex_AM_SrcDesc_t handle, bool request,
             void* dest, unsigned nargs, const gex_AM_Arg_t* args) {
   Runtime& rt = Rt(call);
   SrcDesc& sd = CheckedSd(call, handle, request, category);
+  if (ABSL_PREDICT_FALSE(handler < am::kClientIndexBase)) {
+    BadHandlerIndex(call, handler);
+  }
   if (nbytes > sd.size) {
     FatalErrorF(
         "%s: nbytes %zu exceeds the prepared size %zu "
@@ -370,6 +430,11 @@ void Commit(const char* call, gex_AM_SrcDesc_t handle, bool request,
   } else {
     local = LongTarget(call, rt, sd.rank, dest, nbytes);
     long_dest = reinterpret_cast<uint64_t>(dest);
+    if constexpr (kDebugChecks) {
+      if (sd.client_buf != nullptr) {
+        DebugCheckPayload(call, sd.client_buf, nbytes, local);
+      }
+    }
   }
   core::Commit(rt, sd.message, handler, reinterpret_cast<const uint32_t*>(args),
                nbytes, sd.addr, long_dest, local);
@@ -511,9 +576,9 @@ int _gex_AM_ReplyLongV(gex_Token_t token, gex_AM_Index_t h, const void* src,
 }
 
 gex_AM_SrcDesc_t gex_AM_PrepareRequestMedium(
-    gex_TM_t, gex_Rank_t rank, const void* client_buf, size_t least,
+    gex_TM_t tm, gex_Rank_t rank, const void* client_buf, size_t least,
     size_t most, gex_Event_t* lc_opt, gex_Flags_t flags, unsigned int nargs) {
-  return Prepare(Category::kMedium, true, rank, nullptr, client_buf, least,
+  return Prepare(Category::kMedium, true, tm, rank, nullptr, client_buf, least,
                  most, nullptr, lc_opt, flags, nargs);
 }
 gex_AM_SrcDesc_t gex_AM_PrepareReplyMedium(gex_Token_t token,
@@ -523,17 +588,17 @@ gex_AM_SrcDesc_t gex_AM_PrepareReplyMedium(gex_Token_t token,
                                            unsigned int nargs) {
   gexrt::am::Token* t =
       gexrt::api::ReplyToken("gex_AM_PrepareReplyMedium", token);
-  return Prepare(Category::kMedium, false, t->source, t, client_buf, least,
-                 most, nullptr, lc_opt, flags, nargs);
+  return Prepare(Category::kMedium, false, nullptr, t->source, t, client_buf,
+                 least, most, nullptr, lc_opt, flags, nargs);
 }
-gex_AM_SrcDesc_t gex_AM_PrepareRequestLong(gex_TM_t, gex_Rank_t rank,
+gex_AM_SrcDesc_t gex_AM_PrepareRequestLong(gex_TM_t tm, gex_Rank_t rank,
                                            const void* client_buf, size_t least,
                                            size_t most, void* dest,
                                            gex_Event_t* lc_opt,
                                            gex_Flags_t flags,
                                            unsigned int nargs) {
-  return Prepare(Category::kLong, true, rank, nullptr, client_buf, least, most,
-                 dest, lc_opt, flags, nargs);
+  return Prepare(Category::kLong, true, tm, rank, nullptr, client_buf, least,
+                 most, dest, lc_opt, flags, nargs);
 }
 gex_AM_SrcDesc_t gex_AM_PrepareReplyLong(gex_Token_t token,
                                          const void* client_buf, size_t least,
@@ -542,8 +607,8 @@ gex_AM_SrcDesc_t gex_AM_PrepareReplyLong(gex_Token_t token,
                                          unsigned int nargs) {
   gexrt::am::Token* t =
       gexrt::api::ReplyToken("gex_AM_PrepareReplyLong", token);
-  return Prepare(Category::kLong, false, t->source, t, client_buf, least, most,
-                 dest, lc_opt, flags, nargs);
+  return Prepare(Category::kLong, false, nullptr, t->source, t, client_buf,
+                 least, most, dest, lc_opt, flags, nargs);
 }
 
 void* gex_AM_SrcDescAddr(gex_AM_SrcDesc_t sd) {

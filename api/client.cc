@@ -35,6 +35,21 @@ Runtime& RuntimeFor(const char* call) {
   return *rt;
 }
 
+// The primordial team is the only team (no gex_TM_Split yet), so a tm is
+// valid exactly when it is that one: one compare. A NULL or stale tm would
+// otherwise be dereferenced or silently taken for the job.
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadTm(const char* call, gex_TM_t tm) {
+  FatalErrorF("%s: tm %s is not this client's team", call,
+              tm == nullptr ? std::string("NULL")
+                            : absl::StrFormat("%p", static_cast<void*>(tm)));
+}
+
+Runtime& RuntimeForTm(const char* call, gex_TM_t tm) {
+  Runtime& rt = RuntimeFor(call);
+  if (ABSL_PREDICT_FALSE(tm != &rt.tm)) BadTm(call, tm);
+  return rt;
+}
+
 int ReportError(const char* call, int code, const std::string& message) {
   if (g_verbose_errors.load(std::memory_order_relaxed)) {
     Warning(
@@ -163,7 +178,7 @@ gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
                                        void** owneraddr_p, void** localaddr_p,
                                        uintptr_t* size_p, gex_Flags_t) {
   static constexpr char kCall[] = "gex_EP_QueryBoundSegmentNB";
-  Runtime& rt = RuntimeFor(kCall);
+  Runtime& rt = gexrt::api::RuntimeForTm(kCall, tm);
   if (rank >= rt.size) {
     gexrt::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall, rank,
                        rt.size);
@@ -181,23 +196,33 @@ gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
     *localaddr_p = s.size == 0 ? nullptr : s.local;
   }
   if (size_p != nullptr) *size_p = s.size;
-  (void)tm;
   return GEX_EVENT_INVALID;
 }
 
-gex_Client_t gex_TM_QueryClient(gex_TM_t tm) { return tm->client; }
-gex_EP_t gex_TM_QueryEP(gex_TM_t tm) { return tm->ep; }
-gex_Flags_t gex_TM_QueryFlags(gex_TM_t tm) { return tm->flags; }
-void* gex_TM_QueryCData(gex_TM_t tm) { return const_cast<void*>(tm->cdata); }
-void gex_TM_SetCData(gex_TM_t tm, const void* cdata) { tm->cdata = cdata; }
-gex_Rank_t gex_TM_QueryRank(gex_TM_t) {
-  return RuntimeFor("gex_TM_QueryRank").rank;
+gex_Client_t gex_TM_QueryClient(gex_TM_t tm) {
+  return gexrt::api::RuntimeForTm("gex_TM_QueryClient", tm).tm.client;
 }
-gex_Rank_t gex_TM_QuerySize(gex_TM_t) {
-  return RuntimeFor("gex_TM_QuerySize").size;
+gex_EP_t gex_TM_QueryEP(gex_TM_t tm) {
+  return gexrt::api::RuntimeForTm("gex_TM_QueryEP", tm).tm.ep;
 }
-gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t, gex_Rank_t rank) {
-  Runtime& rt = RuntimeFor("gex_TM_TranslateRankToJobrank");
+gex_Flags_t gex_TM_QueryFlags(gex_TM_t tm) {
+  return gexrt::api::RuntimeForTm("gex_TM_QueryFlags", tm).tm.flags;
+}
+void* gex_TM_QueryCData(gex_TM_t tm) {
+  return const_cast<void*>(
+      gexrt::api::RuntimeForTm("gex_TM_QueryCData", tm).tm.cdata);
+}
+void gex_TM_SetCData(gex_TM_t tm, const void* cdata) {
+  gexrt::api::RuntimeForTm("gex_TM_SetCData", tm).tm.cdata = cdata;
+}
+gex_Rank_t gex_TM_QueryRank(gex_TM_t tm) {
+  return gexrt::api::RuntimeForTm("gex_TM_QueryRank", tm).rank;
+}
+gex_Rank_t gex_TM_QuerySize(gex_TM_t tm) {
+  return gexrt::api::RuntimeForTm("gex_TM_QuerySize", tm).size;
+}
+gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t tm, gex_Rank_t rank) {
+  Runtime& rt = gexrt::api::RuntimeForTm("gex_TM_TranslateRankToJobrank", tm);
   if (rank >= rt.size) {
     gexrt::FatalErrorF(
         "gex_TM_TranslateRankToJobrank: rank %u is not in the team (size %u)",
@@ -205,8 +230,8 @@ gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t, gex_Rank_t rank) {
   }
   return rank;  // The primordial team is the job.
 }
-gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t, gex_Rank_t jobrank) {
-  Runtime& rt = RuntimeFor("gex_TM_TranslateJobrankToRank");
+gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t tm, gex_Rank_t jobrank) {
+  Runtime& rt = gexrt::api::RuntimeForTm("gex_TM_TranslateJobrankToRank", tm);
   return jobrank < rt.size ? jobrank : GEX_RANK_INVALID;
 }
 

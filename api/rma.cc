@@ -10,12 +10,18 @@
 // for an NB call and counts NBI calls in the thread's counters or region.
 #include "api/rma.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "absl/base/optimization.h"
+#include "absl/strings/str_format.h"
 #include "am/token.h"
 #include "api/event.h"
 #include "api/runtime.h"
@@ -84,8 +90,9 @@ void WaitRound(void* context) { WaitProgress(*static_cast<Runtime*>(context)); }
 
 [[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadTm(const char* call, gex_TM_t tm) {
   RuntimeFor(call);  // Fatal before gex_Client_Init.
-  FatalErrorF("%s: tm %p is not this client's team", call,
-              static_cast<void*>(tm));
+  FatalErrorF("%s: tm %s is not this client's team", call,
+              tm == nullptr ? std::string("NULL")
+                            : absl::StrFormat("%p", static_cast<void*>(tm)));
 }
 
 inline rma::Engine& EngineFor(const char* call, gex_TM_t tm) {
@@ -94,6 +101,58 @@ inline rma::Engine& EngineFor(const char* call, gex_TM_t tm) {
     BadTm(call, tm);
   }
   return *e;
+}
+
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void NullBuffer(const char* call,
+                                                     const char* what,
+                                                     size_t nbytes) {
+  FatalErrorF("%s: %s is NULL with nbytes %zu", call, what, nbytes);
+}
+
+// The local buffer of a Put (src) or Get (dest): NULL only with nothing to
+// copy (otherwise the copy below would fault with no call named). The
+// remote address needs no such test: it is checked against the peer's
+// segment in every build.
+inline void CheckLocalBuffer(const char* call, const char* what,
+                             const void* buffer, size_t nbytes) {
+  if (ABSL_PREDICT_FALSE(buffer == nullptr && nbytes != 0)) {
+    NullBuffer(call, what, nbytes);
+  }
+}
+
+// --config=dbg: the local buffer is mapped, and it does not overlap the
+// remote range where that is mapped here (this rank's own segment or a
+// supernode peer's: the copy is one memcpy).
+ABSL_ATTRIBUTE_NOINLINE void DebugCheckRma(const char* call, bool put,
+                                           gex_Rank_t rank, const void* remote,
+                                           const void* local, size_t nbytes) {
+  if (nbytes == 0) return;
+  DebugCheckMapped(call,
+                   put ? "source buffer (src)" : "destination buffer (dest)",
+                   local, nbytes);
+  const void* mapped = g_runtime->segments.Translate(
+      rank, reinterpret_cast<uintptr_t>(remote), nbytes);
+  if (mapped == nullptr) return;
+  if (put) {
+    DebugCheckOverlap(call, local, mapped, nbytes);
+  } else {
+    DebugCheckOverlap(call, mapped, local, nbytes);
+  }
+}
+
+// The checks of a Put's or Get's local buffer, made before the copy.
+inline void CheckPut(const char* call, gex_Rank_t rank, const void* dest,
+                     const void* src, size_t nbytes) {
+  CheckLocalBuffer(call, "source buffer (src)", src, nbytes);
+  if constexpr (kDebugChecks)
+    DebugCheckRma(call, true, rank, dest, src, nbytes);
+}
+inline void CheckGet(const char* call, void* dest, gex_Rank_t rank,
+                     const void* src, size_t nbytes) {
+  CheckLocalBuffer(call, "destination buffer (dest)", dest, nbytes);
+  if constexpr (kDebugChecks) {
+    DebugCheckRma(call, false, rank, src, dest, nbytes);
+  }
 }
 
 inline bool IsEventPointer(gex_Event_t* lc_opt) {
@@ -240,6 +299,7 @@ inline int PutBlocking(const char* call, gex_TM_t tm, gex_Rank_t rank,
                        void* dest, const void* src, size_t nbytes,
                        gex_Flags_t flags) {
   rma::Engine& e = EngineFor(call, tm);
+  CheckPut(call, rank, dest, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
     return GASNET_OK;
   }
@@ -251,6 +311,7 @@ inline gex_Event_t PutNB(const char* call, gex_TM_t tm, gex_Rank_t rank,
                          gex_Event_t* lc_opt, gex_Flags_t flags) {
   rma::Engine& e = EngineFor(call, tm);
   CheckNbLcOpt(call, lc_opt);
+  CheckPut(call, rank, dest, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
     if (IsEventPointer(lc_opt)) *lc_opt = GEX_EVENT_INVALID;
     return GEX_EVENT_INVALID;
@@ -263,6 +324,7 @@ inline int PutNBI(const char* call, gex_TM_t tm, gex_Rank_t rank, void* dest,
                   gex_Flags_t flags) {
   rma::Engine& e = EngineFor(call, tm);
   CheckNbiLcOpt(call, lc_opt);
+  CheckPut(call, rank, dest, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
     return GASNET_OK;
   }
@@ -276,6 +338,37 @@ void BadEvent(const char* call, gex_Event_t e) {
       "%s: %p is not a live event (not an event, or one already synced "
       "and released)",
       call, static_cast<void*>(e));
+}
+
+void DebugCheckMapped(const char* call, const char* what, const void* p,
+                      size_t n) {
+  // mincore fails with ENOMEM for a page that is not mapped: a wild
+  // pointer is named here instead of faulting in the copy. Only the first
+  // and last pages: a hole in between is rare, and a vector for every page
+  // of a large buffer would be an allocation per call.
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<uintptr_t>(p);
+  unsigned char resident;
+  for (const uintptr_t a : {first, first + n - 1}) {
+    if (mincore(reinterpret_cast<void*>(a & ~(page - 1)), page, &resident) !=
+            0 &&
+        errno == ENOMEM) {
+      FatalErrorF("%s: %s [%p, +%zu) is not mapped memory (at %p)", call, what,
+                  p, n, reinterpret_cast<void*>(a));
+    }
+  }
+}
+
+void DebugCheckOverlap(const char* call, const void* src, const void* dst,
+                       size_t n) {
+  const auto s = reinterpret_cast<uintptr_t>(src);
+  const auto d = reinterpret_cast<uintptr_t>(dst);
+  if (s < d + n && d < s + n) {
+    FatalErrorF(
+        "%s: the source [%p, +%zu) and the destination [%p, +%zu) overlap "
+        "(addresses in this process; the copy's result is undefined)",
+        call, src, n, dst, n);
+  }
 }
 
 void RmaInit(Runtime& rt) {
@@ -347,6 +440,7 @@ int _gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                          size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetBlocking";
   gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::api::CheckGet(kCall, dest, rank, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GASNET_OK;
   }
@@ -358,6 +452,7 @@ gex_Event_t _gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                            size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNB";
   gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::api::CheckGet(kCall, dest, rank, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GEX_EVENT_INVALID;
   }
@@ -368,6 +463,7 @@ int _gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                     size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNBI";
   gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::api::CheckGet(kCall, dest, rank, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GASNET_OK;
   }

@@ -653,8 +653,8 @@ extern _Thread_local unsigned _gex_am_handler_depth;
 
 /* Where [remote, remote + nbytes) of rank's segment is mapped here, or NULL
  * when the call must go out of line: not a mapped peer, a range not wholly
- * in its segment, a local range that wraps, a handler calling, or a debug
- * build (which checks every call in the library). */
+ * in its segment, a local range that wraps or is NULL, a handler calling,
+ * or a debug build (which checks every call in the library). */
 static inline void *_gex_RMA_DirectAddress(gex_TM_t tm, gex_Rank_t rank,
                                            const void *remote,
                                            const void *local, size_t nbytes) {
@@ -668,9 +668,11 @@ static inline void *_gex_RMA_DirectAddress(gex_TM_t tm, gex_Rank_t rank,
 #else
   /* The local range cannot wrap once nbytes fits in a segment (far below
    * 2^63) and local lies in the lower half of the address space, where
-   * every user mapping is: a sign test instead of an add and a compare. */
+   * every user mapping is: a sign test instead of an add and a compare.
+   * A NULL local buffer fails the same test (> 0), so the library names
+   * the call instead of memcpy faulting here. */
   if (tm == _gex_direct.tm && rank < _gex_direct.size &&
-      (intptr_t)(uintptr_t)local >= 0 && _gex_am_handler_depth == 0) {
+      (intptr_t)(uintptr_t)local > 0 && _gex_am_handler_depth == 0) {
     const _gex_DirectPeer_t *peer = &_gex_direct.peers[rank];
     const uintptr_t offset = (uintptr_t)remote - peer->base;
     if (offset < peer->size && nbytes <= peer->size - offset) {
