@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,6 +110,22 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+// A single-valued option (-n, -N, -spawner) may be given once: with two,
+// one would silently win ("-n 2 -n 3", easily made by a wrapper script
+// adding its own -n), so the command line is refused instead. `seen`
+// holds the value of the first one.
+absl::Status GivenOnce(std::string_view option,
+                       std::optional<std::string>& seen,
+                       std::string_view value) {
+  if (seen.has_value()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s is given more than once ('%s', then '%s'): give it once", option,
+        *seen, value));
+  }
+  seen = std::string(value);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string_view SpawnerName(SpawnerKind kind) {
@@ -136,6 +153,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
     absl::Span<const std::string> args) {
   LaunchOptions options;
   ArgReader reader(args);
+  std::optional<std::string> ranks_seen, nodes_seen, spawner_seen;
   while (!reader.done()) {
     const std::string& arg = reader.Take();
     if (arg == "--") break;
@@ -164,6 +182,9 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
       absl::StatusOr<std::string> value =
           reader.Value("-n", attached, "the number of processes");
       if (!value.ok()) return value.status();
+      if (absl::Status s = GivenOnce("-n", ranks_seen, *value); !s.ok()) {
+        return s;
+      }
       absl::StatusOr<int64_t> ranks = ParseCount("-n", *value);
       if (!ranks.ok()) return ranks.status();
       options.ranks = *ranks;
@@ -171,6 +192,9 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
       absl::StatusOr<std::string> value =
           reader.Value("-N", a.substr(2), "the number of nodes");
       if (!value.ok()) return value.status();
+      if (absl::Status s = GivenOnce("-N", nodes_seen, *value); !s.ok()) {
+        return s;
+      }
       absl::StatusOr<int64_t> nodes = ParseCount("-N", *value);
       if (!nodes.ok()) return nodes.status();
       options.nodes = *nodes;
@@ -187,6 +211,10 @@ absl::StatusOr<LaunchOptions> ParseLaunchOptions(
           has_equals ? std::string(a.substr(9))
                      : reader.Value("-spawner", "", kValidSpawners);
       if (!value.ok()) return value.status();
+      if (absl::Status s = GivenOnce("-spawner", spawner_seen, *value);
+          !s.ok()) {
+        return s;
+      }
       absl::StatusOr<SpawnerKind> kind = ParseSpawnerName(*value);
       if (!kind.ok()) {
         return absl::InvalidArgumentError(

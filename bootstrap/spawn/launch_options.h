@@ -64,10 +64,11 @@ struct LaunchOptions {
 // checked, so "gasnetrun -h" works without -n or a program.
 //
 // Errors (InvalidArgument, each naming the option and the value): an
-// unknown option, an option without its value, a -n/-N that is not a whole
-// number or is below 1, -N greater than -n, an -E name that is not
-// [A-Za-z_][A-Za-z0-9_]*, an unknown spawner, a missing -n, a missing
-// program.
+// unknown option, an option without its value, -n (or -np), -N or
+// -spawner given more than once (-E accumulates; -v, -t, -k may repeat), a
+// -n/-N that is not a whole number or is below 1, -N greater than -n, an -E
+// name that is not [A-Za-z_][A-Za-z0-9_]*, an unknown spawner, a missing -n, a
+// missing program.
 absl::StatusOr<LaunchOptions> ParseLaunchOptions(
     absl::Span<const std::string> args);
 

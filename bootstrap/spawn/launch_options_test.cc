@@ -93,14 +93,38 @@ TEST(ParseLaunchOptionsTest, AttachedAndAlternativeSpellings) {
   EXPECT_EQ(o->ranks, 5);
 }
 
-TEST(ParseLaunchOptionsTest, LaterValuesWinAndEnvVarsAccumulateOnce) {
+TEST(ParseLaunchOptionsTest, EnvVarsAccumulateOnceAndFlagsMayRepeat) {
   absl::StatusOr<LaunchOptions> o =
-      Parse({"-n", "2", "-E", "A,B", "-n", "6", "-E", "C,A", "-EB,D",
-             "-spawner=ssh", "-spawner=pmi", "p"});
+      Parse({"-n", "2", "-E", "A,B", "-v", "-E", "C,A", "-EB,D", "-v", "-t",
+             "-t", "p"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->ranks, 6);
+  EXPECT_EQ(o->ranks, 2);
   EXPECT_THAT(o->env_vars, ElementsAre("A", "B", "C", "D"));
-  EXPECT_EQ(o->spawner, SpawnerKind::kPmi);
+  EXPECT_TRUE(o->verbose);
+  EXPECT_TRUE(o->test_only);
+}
+
+// A second -n (-N, -spawner) would silently win over the first: refused,
+// naming the option and both values, whatever the spellings.
+TEST(ParseLaunchOptionsTest, RepeatedSingleValuedOptionIsRefused) {
+  EXPECT_EQ(ErrorOf({"-n", "2", "-n", "3", "p"}),
+            "-n is given more than once ('2', then '3'): give it once");
+  EXPECT_EQ(ErrorOf({"-np", "2", "-n3", "p"}),
+            "-n is given more than once ('2', then '3'): give it once");
+  EXPECT_EQ(ErrorOf({"-n2", "-np4", "p"}),
+            "-n is given more than once ('2', then '4'): give it once");
+  EXPECT_EQ(ErrorOf({"-n", "2", "-n", "2", "p"}),
+            "-n is given more than once ('2', then '2'): give it once");
+  EXPECT_EQ(ErrorOf({"-n", "4", "-N", "1", "-N2", "p"}),
+            "-N is given more than once ('1', then '2'): give it once");
+  EXPECT_EQ(ErrorOf({"-n", "4", "-spawner=ssh", "-spawner", "pmi", "p"}),
+            "-spawner is given more than once ('ssh', then 'pmi'): give it "
+            "once");
+  // Past the options, "-n" belongs to the program.
+  absl::StatusOr<LaunchOptions> o = Parse({"-n", "2", "p", "-n", "3"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->ranks, 2);
+  EXPECT_THAT(o->program_and_args, ElementsAre("p", "-n", "3"));
 }
 
 TEST(ParseLaunchOptionsTest, TestOnlyAndKeepImplyVerbose) {
