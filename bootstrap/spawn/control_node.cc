@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "base/stderr_line.h"
 #include "bootstrap/launcher_bootstrap.h"
+#include "bootstrap/spawn/job_secret.h"
 #include "bootstrap/wire.h"
 
 namespace gexrt::spawn {
@@ -38,6 +39,19 @@ constexpr absl::Duration kDrainGrace = absl::Seconds(2);
 constexpr absl::Duration kExitKillGrace = absl::Seconds(1);
 
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// "unexpected abort message", or for a type byte this build does not know
+// "unexpected message of unknown type 37".
+std::string UnexpectedMessage(std::string_view body) {
+  const wire::MessageType type = wire::TypeOf(body);
+  const std::string_view name = wire::MessageTypeName(type);
+  // MessageTypeName's answer for a type byte it has no name for.
+  if (name == "unknown message") {
+    return absl::StrFormat("unexpected message of unknown type %d",
+                           static_cast<uint8_t>(type));
+  }
+  return absl::StrFormat("unexpected %s message", name);
+}
 
 std::string Ranks(const std::vector<Rank>& ranks) {
   if (ranks.empty()) return "no ranks";
@@ -72,13 +86,6 @@ struct ControlNode::AgentChild {
   wire::FrameAssembler assembler;
 };
 
-struct ControlNode::PendingConnection {
-  int fd = -1;
-  int agent = -1;  // the agent it turned out to be, once its hello is read
-  wire::FrameAssembler assembler;
-  absl::Time deadline;
-};
-
 ControlNode::ControlNode(ControlNodeOptions options)
     : options_(std::move(options)),
       stdout_(1),
@@ -97,10 +104,7 @@ ControlNode::~ControlNode() {
   for (auto& a : agents_) {
     if (a->conn_fd >= 0) close(a->conn_fd);
   }
-  for (auto& p : pending_) {
-    if (p->fd >= 0) close(p->fd);
-  }
-  if (listen_fd_ >= 0) close(listen_fd_);
+  if (stdin_pipe_ >= 0) close(stdin_pipe_);
   if (signal_fd_ >= 0) close(signal_fd_);
 }
 
@@ -184,15 +188,42 @@ absl::Status ControlNode::StartLocalRanks(
 
 absl::Status ControlNode::StartAgents(std::vector<AgentLaunch> agents,
                                       int listen_fd, uint64_t token) {
-  listen_fd_ = listen_fd;
-  token_ = token;
+  ControlListener::Options listen_options;
+  listen_options.token = token;
+  listen_options.log = [this](const std::string& m) { Verbose(m); };
+  listener_ = ControlListener(listen_fd, std::move(listen_options));
+  const std::string token_line = TokenLine(token);
   for (AgentLaunch& launch : agents) {
+    // The token goes in before the remote shell starts: it is the first
+    // line the agent reads from its stdin (an empty pipe takes 17 bytes
+    // without blocking).
+    int in[2];
+    if (pipe2(in, O_CLOEXEC) != 0) {
+      return ErrnoToStatus(errno, "pipe for an agent's stdin");
+    }
+    if (write(in[1], token_line.data(), token_line.size()) !=
+        static_cast<ssize_t>(token_line.size())) {
+      const int e = errno;
+      close(in[0]);
+      close(in[1]);
+      return ErrnoToStatus(e, "writing the job token to an agent's stdin");
+    }
     ChildSpec spec;
     spec.argv = launch.argv;
-    spec.stdin_fd = launch.gets_stdin ? 0 : -1;
+    spec.stdin_fd = in[0];
     spec.process_group = 0;
     absl::StatusOr<Child> child = StartChild(spec);
-    if (!child.ok()) return child.status();
+    close(in[0]);
+    if (!child.ok()) {
+      close(in[1]);
+      return child.status();
+    }
+    if (launch.gets_stdin && stdin_pipe_ < 0) {
+      fcntl(in[1], F_SETFL, O_NONBLOCK);
+      stdin_pipe_ = in[1];
+    } else {
+      close(in[1]);
+    }
     auto agent = std::make_unique<AgentChild>();
     agent->launch = std::move(launch);
     agent->pid = child->pid;
@@ -208,6 +239,45 @@ absl::Status ControlNode::StartAgents(std::vector<AgentLaunch> agents,
   }
   connect_deadline_ = absl::Now() + options_.bootstrap_timeout;
   return absl::OkStatus();
+}
+
+void ControlNode::ReadStdin() {
+  char buf[65536];
+  // One read per wakeup: stdin may be a blocking descriptor shared with
+  // other processes, so it is never switched to non-blocking, and poll
+  // said a read will not block.
+  const ssize_t k = read(0, buf, sizeof buf);
+  if (k > 0) {
+    stdin_buffer_.append(buf, static_cast<size_t>(k));
+    return;
+  }
+  if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  stdin_eof_ = true;  // end of input, or no usable stdin at all
+  if (stdin_buffer_.empty()) StopStdin();
+}
+
+void ControlNode::WriteStdin() {
+  while (!stdin_buffer_.empty()) {
+    const ssize_t k =
+        write(stdin_pipe_, stdin_buffer_.data(), stdin_buffer_.size());
+    if (k > 0) {
+      stdin_buffer_.erase(0, static_cast<size_t>(k));
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno == EAGAIN) return;
+    // The remote shell stopped reading (it ended): the rest has nowhere
+    // to go.
+    StopStdin();
+    return;
+  }
+  if (stdin_eof_) StopStdin();
+}
+
+void ControlNode::StopStdin() {
+  if (stdin_pipe_ >= 0) close(stdin_pipe_);
+  stdin_pipe_ = -1;
+  stdin_buffer_.clear();
 }
 
 void ControlNode::SendToChild(size_t child, const std::string& frame) {
@@ -428,8 +498,7 @@ void ControlNode::HandleRankFrame(size_t index, std::string_view body) {
       break;
     }
     default:
-      bad = absl::DataLossError(absl::StrFormat(
-          "unexpected %s message", wire::MessageTypeName(wire::TypeOf(body))));
+      bad = absl::DataLossError(UnexpectedMessage(body));
   }
   if (!bad.ok()) {
     HandleAbort(wire::Abort{
@@ -490,8 +559,7 @@ void ControlNode::HandleAgentFrame(size_t index, std::string_view body) {
       break;
     }
     default:
-      bad = absl::DataLossError(absl::StrFormat(
-          "unexpected %s message", wire::MessageTypeName(wire::TypeOf(body))));
+      bad = absl::DataLossError(UnexpectedMessage(body));
   }
   if (!bad.ok()) {
     AgentLost(index, absl::StrFormat("the agent broke the control protocol: "
@@ -529,47 +597,57 @@ void ControlNode::HandleParentFrame(std::string_view body) {
     default:
       break;
   }
-  Say(
-      absl::StrFormat("unexpected %s message from the parent launcher; "
-                      "ending this host's ranks",
-                      wire::MessageTypeName(wire::TypeOf(body))));
+  Say(absl::StrFormat("%s from the parent launcher; ending this host's ranks",
+                      UnexpectedMessage(body)));
   KillAll(SIGKILL);
 }
 
-void ControlNode::HandleHello(PendingConnection& conn, std::string_view body) {
-  auto hello = wire::Decode<wire::Hello>(body);
-  std::string problem;
-  if (!hello.ok()) {
-    problem = std::string(hello.status().message());
-  } else if (hello->token != token_ || hello->role != wire::PeerRole::kAgent) {
-    problem = "wrong job token";
-  } else {
-    for (size_t i = 0; i < agents_.size(); ++i) {
-      AgentChild& a = *agents_[i];
-      if (a.launch.host_index != hello->id) continue;
-      if (a.connected || a.lost) {
-        problem = "host connected twice";
+void ControlNode::AdmitAgent(ControlListener::Arrival arrival) {
+  const wire::Hello& hello = arrival.hello;
+  std::string problem = "unknown host index";
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    AgentChild& a = *agents_[i];
+    if (a.launch.host_index != hello.id) continue;
+    if (a.connected || a.lost) {
+      problem = "host connected twice";
+      break;
+    }
+    a.conn_fd = arrival.fd;
+    a.connected = true;
+    Verbose(absl::StrFormat("host %s connected (agent pid %d on %s)",
+                            a.launch.host, hello.pid, hello.hostname));
+    // A kill that went out before this agent could hear it.
+    if (killed_with_ != 0) {
+      (void)wire::WriteFrame(a.conn_fd, wire::Encode(wire::Kill{killed_with_}),
+                             absl::Now() + absl::Seconds(1));
+    }
+    // Frames the agent sent right behind its hello.
+    a.assembler.Append(arrival.rest);
+    while (a.conn_fd >= 0 && !a.lost) {
+      auto frame = a.assembler.Next();
+      if (!frame.ok()) {
+        AgentLost(i, std::string(frame.status().message()));
         break;
       }
-      a.conn_fd = conn.fd;
-      a.connected = true;
-      conn.fd = -1;
-      conn.agent = static_cast<int>(i);
-      Verbose(absl::StrFormat("host %s connected (agent pid %d on %s)",
-                              a.launch.host, hello->pid, hello->hostname));
-      // A kill that went out before this agent could hear it.
-      if (killed_with_ != 0) {
-        (void)wire::WriteFrame(a.conn_fd,
-                               wire::Encode(wire::Kill{killed_with_}),
-                               absl::Now() + absl::Seconds(1));
-      }
-      return;
+      if (!frame->has_value()) break;
+      HandleAgentFrame(i, **frame);
     }
-    if (problem.empty()) problem = "unknown host index";
+    CloseListenerWhenDone();
+    return;
   }
   Verbose(absl::StrFormat("rejected a connection: %s", problem));
-  close(conn.fd);
-  conn.fd = -1;
+  close(arrival.fd);
+}
+
+void ControlNode::CloseListenerWhenDone() {
+  if (!listener_.listening()) return;
+  for (const auto& a : agents_) {
+    if (!a->connected && !a->lost && !a->reaped) return;
+  }
+  // Nothing can connect any more: no port left open for the rest of the
+  // job, and no unauthenticated connection held.
+  listener_.Close();
+  Verbose("every agent has connected; closed the control port");
 }
 
 void ControlNode::ReadControl(
@@ -736,12 +814,8 @@ void ControlNode::OnTimers(absl::Time now) {
     }
     connect_deadline_.reset();
   }
-  for (auto& p : pending_) {
-    if (p->fd >= 0 && now >= p->deadline) {
-      close(p->fd);
-      p->fd = -1;
-    }
-  }
+  listener_.OnTimers(now);
+  CloseListenerWhenDone();
 }
 
 bool ControlNode::HasChildren() {
@@ -831,7 +905,9 @@ int ControlNode::Run() {
     kParent,
     kListen,
     kPending,
-    kOutput
+    kOutput,
+    kStdinIn,
+    kStdinOut
   };
   std::vector<pollfd> fds;
   std::vector<std::pair<Kind, size_t>> what;
@@ -855,9 +931,20 @@ int ControlNode::Run() {
     if (options_.parent_fd >= 0 && !parent_gone_) {
       add(options_.parent_fd, Kind::kParent, 0);
     }
-    if (listen_fd_ >= 0) add(listen_fd_, Kind::kListen, 0);
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      if (pending_[i]->fd >= 0) add(pending_[i]->fd, Kind::kPending, i);
+    absl::Time now = absl::Now();
+    if (const int fd = listener_.ListenFdToPoll(now); fd >= 0) {
+      add(fd, Kind::kListen, 0);
+    }
+    for (size_t i = 0; i < listener_.slots(); ++i) {
+      if (listener_.SlotFd(i) >= 0) add(listener_.SlotFd(i), Kind::kPending, i);
+    }
+    if (stdin_pipe_ >= 0) {
+      if (!stdin_buffer_.empty()) {
+        fds.push_back(pollfd{stdin_pipe_, POLLOUT, 0});
+        what.emplace_back(Kind::kStdinOut, 0);
+      } else if (!stdin_eof_) {
+        add(0, Kind::kStdinIn, 0);
+      }
     }
     for (size_t i = 0; i < sources_.size(); ++i) {
       if (sources_[i]->fd >= 0) add(sources_[i]->fd, Kind::kOutput, i);
@@ -875,17 +962,15 @@ int ControlNode::Run() {
       drain_deadline = absl::Now() + kDrainGrace;
     }
 
-    absl::Time now = absl::Now();
-    absl::Time next = relay_->NextDeadline();
+    now = absl::Now();
+    absl::Time next =
+        std::min(relay_->NextDeadline(), listener_.NextDeadline(now));
     if (options_.is_root && exit_deadline_.has_value() &&
         !exit_deadline_fired_ && killed_with_ != SIGKILL) {
       next = std::min(next, *exit_deadline_);
     }
     for (const auto& d : {kill_deadline_, connect_deadline_, drain_deadline}) {
       if (d.has_value()) next = std::min(next, *d);
-    }
-    for (const auto& p : pending_) {
-      if (p->fd >= 0) next = std::min(next, p->deadline);
     }
     const int timeout = wire::PollTimeoutMs(next, now);
     const int n = poll(fds.data(), fds.size(), timeout);
@@ -947,37 +1032,23 @@ int ControlNode::Run() {
           }
           break;
         }
-        case Kind::kListen: {
-          const int fd = accept4(listen_fd_, nullptr, nullptr,
-                                 SOCK_CLOEXEC | SOCK_NONBLOCK);
-          if (fd >= 0) {
-            auto conn = std::make_unique<PendingConnection>();
-            conn->fd = fd;
-            conn->deadline = absl::Now() + options_.bootstrap_timeout;
-            pending_.push_back(std::move(conn));
-          }
+        case Kind::kListen:
+          listener_.OnListenReady(absl::Now());
           break;
-        }
         case Kind::kPending: {
-          PendingConnection& p = *pending_[index];
-          if (p.fd < 0) break;
-          bool eof = false;
-          ReadControl(p.fd, p.assembler, &eof, [&](std::string_view body) {
-            if (p.agent >= 0) {
-              HandleAgentFrame(p.agent, body);
-            } else if (p.fd >= 0) {
-              HandleHello(p, body);
-            }
-          });
-          if (p.agent >= 0) {
-            // The agent's next frames may have come with its hello.
-            agents_[p.agent]->assembler.Append(p.assembler.TakeRest());
-          } else if (eof && p.fd >= 0) {
-            close(p.fd);
-            p.fd = -1;
-          }
+          // Only a connection that presented the job token comes out;
+          // nothing else it sent reaches the relay or any handler.
+          std::optional<ControlListener::Arrival> arrival =
+              listener_.OnPendingReady(index);
+          if (arrival.has_value()) AdmitAgent(*std::move(arrival));
           break;
         }
+        case Kind::kStdinIn:
+          if (stdin_pipe_ >= 0) ReadStdin();
+          break;
+        case Kind::kStdinOut:
+          if (stdin_pipe_ >= 0) WriteStdin();
+          break;
         case Kind::kOutput:
           if (sources_[index]->fd >= 0) ReadOutput(*sources_[index]);
           break;
@@ -992,11 +1063,7 @@ int ControlNode::Run() {
         }
       }
     }
-    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                  [](const auto& p) {
-                                    return p->fd < 0 || p->agent >= 0;
-                                  }),
-                   pending_.end());
+    listener_.Sweep();
     now = absl::Now();
     OnTimers(now);
     if (drain_deadline.has_value() && now >= *drain_deadline) {

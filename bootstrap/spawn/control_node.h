@@ -34,6 +34,7 @@
 #include "bootstrap/spawn/child_process.h"
 #include "bootstrap/spawn/cleanup_guard.h"
 #include "bootstrap/spawn/collective_relay.h"
+#include "bootstrap/spawn/control_listener.h"
 #include "bootstrap/spawn/job_cleanup.h"
 #include "bootstrap/spawn/line_forwarder.h"
 
@@ -92,7 +93,11 @@ class ControlNode {
                                const std::vector<std::string>& argv);
 
   // Starts agents on other hosts; they connect back to `listen_fd` (owned)
-  // presenting `token`.
+  // presenting `token`, which each remote shell gets as the first line of
+  // its stdin (never on a command line). The agent of rank 0's host then
+  // gets the rest of this process's stdin, copied by the event loop.
+  // Connections that have not presented the token are held to the limits
+  // of control_listener.h; the port closes once every agent is connected.
   absl::Status StartAgents(std::vector<AgentLaunch> agents, int listen_fd,
                            uint64_t token);
 
@@ -108,7 +113,6 @@ class ControlNode {
   struct Source;  // an output pipe being forwarded
   struct LocalRank;
   struct AgentChild;
-  struct PendingConnection;
 
   // Relay children: local ranks first (index = position in locals_), then
   // agents.
@@ -121,7 +125,15 @@ class ControlNode {
   void HandleRankFrame(size_t index, std::string_view body);
   void HandleAgentFrame(size_t agent, std::string_view body);
   void HandleParentFrame(std::string_view body);
-  void HandleHello(PendingConnection& conn, std::string_view body);
+  // A connection that presented the job token: the agent it names, unless
+  // that host is unknown or already connected.
+  void AdmitAgent(ControlListener::Arrival arrival);
+  // Stops listening once no agent can still connect.
+  void CloseListenerWhenDone();
+  // Copies this process's stdin to the agent that gets it.
+  void ReadStdin();
+  void WriteStdin();
+  void StopStdin();
   // A message that only the root acts on; others pass it up.
   void HandleFini(Rank rank);
   void HandleAbort(const wire::Abort& abort);
@@ -153,15 +165,18 @@ class ControlNode {
   ControlNodeOptions options_;
   CleanupGuard guard_;
   int signal_fd_ = -1;
-  int listen_fd_ = -1;
-  uint64_t token_ = 0;
+  ControlListener listener_;
+  // The stdin of rank 0's agent: the write end of the pipe that is its
+  // remote shell's stdin (-1 when none), and what is read but not written.
+  int stdin_pipe_ = -1;
+  std::string stdin_buffer_;
+  bool stdin_eof_ = false;
   std::unique_ptr<CollectiveRelay> relay_;
   LineForwarder stdout_;
   LineForwarder stderr_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::vector<std::unique_ptr<LocalRank>> locals_;
   std::vector<std::unique_ptr<AgentChild>> agents_;
-  std::vector<std::unique_ptr<PendingConnection>> pending_;
   absl::flat_hash_map<pid_t, size_t> local_by_pid_;
   absl::flat_hash_map<pid_t, size_t> agent_by_pid_;
   pid_t process_group_ = 0;

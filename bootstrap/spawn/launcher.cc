@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,8 +19,10 @@
 #include "bootstrap/exit_timeout.h"
 #include "bootstrap/messages.h"
 #include "bootstrap/spawn/child_process.h"
+#include "bootstrap/spawn/control_listener.h"
 #include "bootstrap/spawn/control_node.h"
 #include "bootstrap/spawn/host_list.h"
+#include "bootstrap/spawn/job_secret.h"
 #include "bootstrap/spawn/shell_words.h"
 #include "bootstrap/spawn/ssh_plan.h"
 #include "bootstrap/spawn/tcp.h"
@@ -42,15 +43,6 @@ void Print(const std::string& tool, const std::string& message) {
 // Settings errors read before any child exists end the launcher with a
 // plain nonzero exit, not the abort() base/fatal uses by default.
 void ExitOnFatal() { _exit(kStartError); }
-
-uint64_t RandomToken() {
-  uint64_t token = 0;
-  if (getrandom(&token, sizeof token, 0) != sizeof token) {
-    token = (static_cast<uint64_t>(getpid()) << 32) ^
-            static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
-  }
-  return token;
-}
 
 std::string CurrentDirectory() {
   char buf[PATH_MAX];
@@ -155,6 +147,15 @@ int AgentMain(const std::vector<std::string>& args, JobCleanup cleanup) {
   SetFatalExitHook(&ExitOnFatal);
   const absl::Duration bootstrap_timeout = BootstrapTimeoutFromEnv();
 
+  // The job token is the first line of stdin (never on the command line,
+  // which every local user can read); what follows is rank 0's stdin.
+  absl::StatusOr<uint64_t> token =
+      ReadTokenLine(0, absl::Now() + bootstrap_timeout);
+  if (!token.ok()) {
+    Print(name, std::string(token.status().message()));
+    return kStartError;
+  }
+
   absl::StatusOr<int> parent =
       ConnectTo(params->parent_address, params->parent_port,
                 absl::Now() + bootstrap_timeout);
@@ -166,8 +167,8 @@ int AgentMain(const std::vector<std::string>& args, JobCleanup cleanup) {
   hello.role = wire::PeerRole::kAgent;
   hello.id = params->host_index;
   hello.pid = static_cast<uint32_t>(getpid());
-  hello.token = params->token;
-  hello.hostname = Hostname();
+  hello.token = *token;
+  hello.hostname = Hostname().substr(0, kMaxHelloHostname);
   if (absl::Status s = wire::WriteFrame(*parent, wire::Encode(hello));
       !s.ok()) {
     Print(name, std::string(s.message()));
@@ -220,10 +221,12 @@ int AgentMain(const std::vector<std::string>& args, JobCleanup cleanup) {
     ssh = *settings;
     ssh.topology = params->topology;
     ssh.out_degree = params->out_degree;
-    absl::StatusOr<Listener> listener = ListenOnAnyPort();
-    if (!listener.ok()) return fail(listener.status());
+    // The children call back on the interface that reaches this agent's
+    // parent, and only that interface listens.
     absl::StatusOr<std::string> address = LocalAddressOf(*parent);
     if (!address.ok()) return fail(address.status());
+    absl::StatusOr<Listener> listener = ListenOn(*address);
+    if (!listener.ok()) return fail(listener.status());
     AgentParams child = *params;
     child.parent_address = *address;
     child.parent_port = listener->port;
@@ -231,7 +234,7 @@ int AgentMain(const std::vector<std::string>& args, JobCleanup cleanup) {
         PlanAgents(params->host_index, ssh, *layout, child,
                    PropagatedEnvironment(environ, PropagatedNames()), program);
     if (absl::Status s =
-            node.StartAgents(std::move(agents), listener->fd, params->token);
+            node.StartAgents(std::move(agents), listener->fd, *token);
         !s.ok()) {
       return fail(s);
     }
@@ -299,10 +302,14 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   options.bootstrap_timeout = BootstrapTimeoutFromEnv();
   options.exit_timeout = ExitTimeoutFromEnv(ranks);
   options.verbose = opts.verbose;
-  const uint64_t token = RandomToken();
-  options.job_id =
-      absl::StrFormat("%08x%d%04x", static_cast<uint32_t>(HostId()), getpid(),
-                      static_cast<uint32_t>(token & 0xffff));
+  // The job id names shared memory objects every local user can list, so
+  // it is drawn apart from the (secret) token and shares nothing with it.
+  absl::StatusOr<std::string> job_id = NewJobId();
+  if (!job_id.ok()) {
+    Print(tool, std::string(job_id.status().message()));
+    return kStartError;
+  }
+  options.job_id = *job_id;
   options.cleanup = conduit.cleanup;
 
   if (*spawner == SpawnerKind::kFork) {
@@ -348,15 +355,24 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
     Print(tool, std::string(ssh.status().message()));
     return kUsageError;
   }
-  absl::StatusOr<Listener> listener = ListenOnAnyPort();
-  if (!listener.ok()) {
-    Print(tool, std::string(listener.status().message()));
+  absl::StatusOr<uint64_t> token = SecureRandom64();
+  if (!token.ok()) {
+    Print(tool, std::string(token.status().message()));
     return kStartError;
   }
   AgentParams params;
   params.parent_address = DefaultAdvertisedAddress();
+  // Only the advertised address listens: the port is not offered on every
+  // network this host is on.
+  std::string listen_note;
+  absl::StatusOr<Listener> listener =
+      ListenOn(params.parent_address, &listen_note);
+  if (!listener.ok()) {
+    Print(tool, std::string(listener.status().message()));
+    return kStartError;
+  }
+  if (!listen_note.empty() && opts.verbose) Print(tool, listen_note);
   params.parent_port = listener->port;
-  params.token = token;
   params.job_size = ranks;
   params.hosts = HostNames(*layout);
   params.topology = ssh->topology;
@@ -388,7 +404,7 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   }
   ControlNode node(options);
   absl::Status s = node.Init();
-  if (s.ok()) s = node.StartAgents(std::move(agents), listener->fd, token);
+  if (s.ok()) s = node.StartAgents(std::move(agents), listener->fd, *token);
   if (!s.ok()) {
     Print(tool, absl::StrFormat("cannot start the job: %s", s.message()));
     node.KillEverything();

@@ -106,7 +106,6 @@ std::vector<std::string> EncodeAgentArgs(const AgentParams& p) {
   return {
       absl::StrFormat("%d", p.host_index),
       absl::StrFormat("%s:%d", p.parent_address, p.parent_port),
-      absl::StrFormat("%016x", p.token),
       absl::StrFormat("%d", p.job_size),
       absl::StrJoin(p.hosts, ","),
       p.topology == SshTopology::kFlat ? "flat" : "nary",
@@ -122,9 +121,9 @@ absl::StatusOr<AgentParams> DecodeAgentArgs(
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: bad %s '%s'", kAgentFlag, what, value));
   };
-  if (args.size() != 9) {
+  if (args.size() != 8) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s takes 9 arguments, got %d (it is for gasnetrun's own use)",
+        "%s takes 8 arguments, got %d (it is for gasnetrun's own use)",
         kAgentFlag, args.size()));
   }
   AgentParams p;
@@ -140,30 +139,29 @@ absl::StatusOr<AgentParams> DecodeAgentArgs(
   }
   p.parent_address = args[1].substr(0, colon);
   p.parent_port = static_cast<uint16_t>(port);
-  if (!absl::SimpleHexAtoi(args[2], &p.token)) return bad("token", args[2]);
-  if (!absl::SimpleAtoi(args[3], &p.job_size) || p.job_size == 0) {
-    return bad("job size", args[3]);
+  if (!absl::SimpleAtoi(args[2], &p.job_size) || p.job_size == 0) {
+    return bad("job size", args[2]);
   }
-  for (absl::string_view h : absl::StrSplit(args[4], ',')) {
+  for (absl::string_view h : absl::StrSplit(args[3], ',')) {
     if (!IsValidHostToken(std::string_view(h.data(), h.size()))) {
-      return bad("host list", args[4]);
+      return bad("host list", args[3]);
     }
     p.hosts.emplace_back(h);
   }
   if (p.host_index >= p.hosts.size()) return bad("host index", args[0]);
-  if (args[5] == "flat") {
+  if (args[4] == "flat") {
     p.topology = SshTopology::kFlat;
-  } else if (args[5] == "nary") {
+  } else if (args[4] == "nary") {
     p.topology = SshTopology::kNary;
   } else {
-    return bad("topology", args[5]);
+    return bad("topology", args[4]);
   }
-  if (!absl::SimpleAtoi(args[6], &p.out_degree)) {
-    return bad("out degree", args[6]);
+  if (!absl::SimpleAtoi(args[5], &p.out_degree)) {
+    return bad("out degree", args[5]);
   }
-  p.job_id = args[7];
-  if (args[8] != "0" && args[8] != "1") return bad("verbose flag", args[8]);
-  p.verbose = args[8] == "1";
+  p.job_id = args[6];
+  if (args[7] != "0" && args[7] != "1") return bad("verbose flag", args[7]);
+  p.verbose = args[7] == "1";
   return p;
 }
 

@@ -59,12 +59,14 @@ std::vector<uint32_t> TreeChildren(int64_t parent, uint32_t hosts,
 std::vector<uint32_t> Subtree(uint32_t host, uint32_t hosts,
                               SshTopology topology, uint32_t degree);
 
-// What an agent needs to know, passed on its command line.
+// What an agent needs to know, passed on its command line. The job token
+// is not among them: a command line is public (ps, /proc/PID/cmdline on
+// both hosts), so the token travels on the remote shell's stdin instead
+// (job_secret.h).
 struct AgentParams {
   uint32_t host_index = 0;
   std::string parent_address;
   uint16_t parent_port = 0;
-  uint64_t token = 0;
   uint32_t job_size = 1;
   std::vector<std::string> hosts;  // the job's hosts, in order
   SshTopology topology = SshTopology::kFlat;

@@ -21,22 +21,54 @@
 
 namespace gexrt::spawn {
 
-absl::StatusOr<Listener> ListenOnAnyPort() {
+namespace {
+
+// `*err` gets the errno of a failed bind or listen.
+absl::StatusOr<Listener> ListenOnAddress(in_addr_t s_addr, int* err) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return ErrnoToStatus(errno, "socket for the control channel");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_addr.s_addr = s_addr;
   addr.sin_port = 0;
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       listen(fd, 1024) != 0) {
-    const int e = errno;
+    *err = errno;
     close(fd);
-    return ErrnoToStatus(e, "listening for agents on a TCP port");
+    return ErrnoToStatus(*err, "listening for agents on a TCP port");
   }
   socklen_t len = sizeof addr;
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   return Listener{fd, ntohs(addr.sin_port)};
+}
+
+}  // namespace
+
+absl::StatusOr<Listener> ListenOn(const std::string& address,
+                                  std::string* note) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(address.c_str(), nullptr, &hints, &res);
+  if (rc != 0) {
+    return absl::UnavailableError(
+        absl::StrFormat("cannot resolve the address agents call back on "
+                        "'%s': %s",
+                        address, gai_strerror(rc)));
+  }
+  const in_addr_t s_addr =
+      reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr.s_addr;
+  freeaddrinfo(res);
+  int err = 0;
+  absl::StatusOr<Listener> l = ListenOnAddress(s_addr, &err);
+  if (l.ok() || err != EADDRNOTAVAIL) return l;
+  if (note != nullptr) {
+    *note = absl::StrFormat(
+        "%s is not an address of this host; listening on every interface",
+        address);
+  }
+  return ListenOnAddress(htonl(INADDR_ANY), &err);
 }
 
 absl::StatusOr<int> ConnectTo(const std::string& address, uint16_t port,

@@ -17,8 +17,14 @@ struct Listener {
   uint16_t port = 0;
 };
 
-// Listens on every IPv4 interface, on a port the kernel picks.
-absl::StatusOr<Listener> ListenOnAnyPort();
+// Listens on `address` (an IPv4 address or a name that resolves to one:
+// the address the launcher advertises to its agents), on a port the kernel
+// picks. Only that interface's traffic reaches the port, not every
+// network the host is on. An address that is not this host's own
+// (EADDRNOTAVAIL: GASNET_MASTERIP names a NAT or forwarding address) falls
+// back to every interface, and `*note` says so.
+absl::StatusOr<Listener> ListenOn(const std::string& address,
+                                  std::string* note = nullptr);
 
 // Connects to "address:port", retrying refused connections until
 // `deadline`. The socket is blocking and close-on-exec.

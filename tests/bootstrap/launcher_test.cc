@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,9 @@ using ::testing::Not;
 std::string Launcher() { return Runfile("tools/gasnetrun_smp"); }
 std::string Client() { return Runfile("tests/bootstrap/bootstrap_client"); }
 std::string FakeSsh() { return Runfile("tests/bootstrap/fake_ssh.sh"); }
+std::string RecordingSsh() {
+  return Runfile("tests/bootstrap/recording_ssh.sh");
+}
 
 // Every job in this file gets a short exit timeout: tests that need the
 // launcher to kill stragglers must not wait the default.
@@ -44,6 +49,28 @@ JobResult Launch(std::vector<std::string> args,
   spec.env = BaseEnv();
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   return RunJob(spec);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool IsHex(const std::string& s) {
+  return !s.empty() &&
+         s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// A job id as the launcher makes it: 8 hex digits (host id), the
+// launcher's pid in decimal, 16 hex digits (64 random bits); at most 31
+// characters.
+bool IsJobId(const std::string& id) {
+  if (id.size() < 8 + 1 + 16 || id.size() > 31) return false;
+  const std::string middle = id.substr(8, id.size() - 24);
+  return IsHex(id.substr(0, 8)) && IsHex(id.substr(id.size() - 16)) &&
+         middle.find_first_not_of("0123456789") == std::string::npos;
 }
 
 std::string Describe(const JobResult& r) {
@@ -252,6 +279,11 @@ TEST(LauncherTest, RanksShareOneJobId) {
   }
   ASSERT_EQ(ids.size(), 1u) << r.out;
   EXPECT_THAT(*ids.begin(), Not(AllOf(IsEmpty(), HasSubstr("unset"))));
+  // It names the job's shared memory objects (/dev/shm/GASNT<id>.*), which
+  // every local user can list and pre-create: host id, launcher pid and 64
+  // random bits, so the names cannot be guessed ahead of the job.
+  const std::string id = *ids.begin();
+  EXPECT_TRUE(IsJobId(id)) << id;
 }
 
 TEST(LauncherTest, SigtermToTheLauncherEndsTheJob) {
@@ -427,8 +459,72 @@ TEST_P(SshOneMachineTest, EnvironmentTravelsOnlyAsAsked) {
       << Describe(n);
 }
 
+// Stdin reaches rank 0 through its host's agent, behind the job token
+// (which the agent takes off first).
+TEST_P(SshOneMachineTest, StdinReachesRankZero) {
+  JobSpec spec;
+  spec.argv = {Launcher(), "-spawner=ssh", "-n", "4", Client(), "stdin"};
+  spec.env = BaseEnv();
+  for (const std::string& e :
+       {"GASNET_SSH_CMD=" + FakeSsh(), std::string("GASNET_SSH_SERVERS=h0 h1"),
+        std::string("GASNET_SSH_NODEFILE"), "GASNET_SSH_TOPOLOGY=" + GetParam(),
+        std::string("GASNET_SSH_OUT_DEGREE=1")}) {
+    spec.env.push_back(e);
+  }
+  spec.stdin_data = "first line\nsecond line\n";
+  JobResult r = RunJob(spec);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "first line\nsecond line\n");
+  EXPECT_THAT(r.survivors, IsEmpty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Topologies, SshOneMachineTest,
                          ::testing::Values("flat", "nary"));
+
+// The job token travels on each remote shell's stdin, never on a command
+// line (which any local user reads with ps): every remote shell's first
+// stdin line is the same 64-bit token, and no remote shell's arguments
+// (which hold the agent's whole command line) contain it, nor does the
+// (public) job id.
+TEST(SshTokenTest, TokenOnStdinNotOnAnyCommandLine) {
+  const std::string dir = MakeTempDir("record");
+  JobResult r =
+      Launch({"-spawner=ssh", "-n", "3", Client(), "env", "GEX_JOB_ID"},
+             {"GASNET_SSH_CMD=" + RecordingSsh(), "GASNET_SSH_SERVERS=h0 h1 h2",
+              "GASNET_SSH_NODEFILE", "GASNET_SSH_TOPOLOGY=flat",
+              "GEX_TEST_RECORD_DIR=" + dir});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> tokens, argvs;
+  for (const std::string& path : EntriesWithPrefix(dir, "stdin.")) {
+    tokens.push_back(ReadFile(path));
+  }
+  for (const std::string& path : EntriesWithPrefix(dir, "argv.")) {
+    argvs.push_back(ReadFile(path));
+  }
+  ASSERT_EQ(tokens.size(), 3u);
+  ASSERT_EQ(argvs.size(), 3u);
+  const std::string token = tokens[0].substr(0, tokens[0].find('\n'));
+  EXPECT_EQ(token.size(), 16u) << token;
+  EXPECT_TRUE(IsHex(token)) << token;
+  for (const std::string& t : tokens) EXPECT_EQ(t, token + "\n");
+  for (const std::string& a : argvs) {
+    EXPECT_THAT(a, Not(HasSubstr(token))) << a;
+    EXPECT_THAT(a, HasSubstr("--gex-spawn-agent")) << a;
+  }
+  // Nothing public is derived from the token: the job id does not end in
+  // its low 16 bits (as it once did; a chance match is 1 in 65536) and
+  // shows no 8 digits of it.
+  std::set<std::string> ids;
+  for (const std::string& line : Lines(r.out)) {
+    ids.insert(line.substr(line.find('=') + 1));
+  }
+  ASSERT_EQ(ids.size(), 1u) << r.out;
+  const std::string id = *ids.begin();
+  EXPECT_NE(id.substr(id.size() - 4), token.substr(12)) << id;
+  for (size_t i = 0; i + 8 <= token.size(); ++i) {
+    EXPECT_THAT(id, Not(HasSubstr(token.substr(i, 8)))) << id;
+  }
+}
 
 }  // namespace
 }  // namespace gexrt::testing
