@@ -64,6 +64,15 @@ class Bootstrap {
   // instead of waiting for the exit timeout. Optional; by default a no-op.
   virtual void ExitReady() {}
 
+  // This rank's exit is not collective (the exit-code reduce ran out of
+  // time) and the job should end with `code`: asks the launcher, which
+  // decides once for the whole job (whoever asks first) and hands the
+  // decision to every exit-ready rank, on every host, as kExitSignal
+  // (bootstrap/exit_signal.h), this one included. False when there is no
+  // launcher that can (exit/ then elects a leader over Active Messages
+  // alone). May be called from a signal handler.
+  virtual bool RequestJobExit(int code) { return false; }
+
   // This process is leaving the job on purpose (its exit is not a crash):
   // tells the launcher, then closes the control channel. Not collective.
   // No collective may be called afterwards.

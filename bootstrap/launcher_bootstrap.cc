@@ -239,6 +239,12 @@ void LauncherBootstrap::ExitReady() {
   (void)wire::WriteFrame(fd_, wire::Encode(wire::ExitReady{rank_}));
 }
 
+bool LauncherBootstrap::RequestJobExit(int code) {
+  if (fd_ < 0) return false;
+  return wire::WriteFrame(fd_, wire::Encode(wire::ExitRequest{rank_, code}))
+      .ok();
+}
+
 void LauncherBootstrap::Fini() {
   if (fd_ < 0) return;
   (void)wire::WriteFrame(fd_, wire::Encode(wire::Fini{rank_}));

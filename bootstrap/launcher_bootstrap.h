@@ -49,6 +49,7 @@ class LauncherBootstrap final : public Bootstrap {
   void Broadcast(const void* src, size_t len, void* dst, Rank root) override;
   [[noreturn]] void Abort(int exit_code, std::string_view reason) override;
   void ExitReady() override;
+  bool RequestJobExit(int code) override;
   void Fini() override;
 
   // Tells the launcher this rank hit a fatal error (the fatal-error hook

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -18,7 +19,18 @@ namespace {
 
 constexpr int kNoCode = -1;
 
-enum class Outcome { kReduced, kLeader, kMember, kFailed };
+// The steps' windows, in nanoseconds, whatever GASNET_EXITTIMEOUT is: the
+// timeout is for ranks that stop answering, and a non-collective exit must
+// not wait for it (ranks that compute never join the reduce). Ranks that
+// exit together join the reduce within milliseconds of each other.
+constexpr int64_t kReduceWindowNs = 500'000'000;
+// How long a rank waits for rank 0's election answer, and a leader for
+// replies, before the fallbacks (rank 0's shared cell, the nudge, the
+// launcher).
+constexpr int64_t kElectWindowNs = 100'000'000;
+constexpr int64_t kReplyWindowNs = 200'000'000;
+
+enum class Outcome { kReduced, kLeader, kMember, kHandedOff, kFailed };
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
@@ -28,6 +40,8 @@ const char* OutcomeName(Outcome o) {
       return "leader";
     case Outcome::kMember:
       return "member";
+    case Outcome::kHandedOff:
+      return "handed_off";
     case Outcome::kFailed:
       return "failed";
   }
@@ -75,6 +89,7 @@ void Install(const Environment& env) {
   s->report = env::FlagEnabled("GEX_EXIT_REPORT");
   g_state.store(s);
   env.protocol->Join(static_cast<int32_t>(getpid()));
+  env.protocol->SetLauncher(env.bootstrap);
   InstallSignalHandlers();
   on_exit(&OnProcessExit, nullptr);
   // From now on SIGTERM is a request to exit cleanly: the launcher may
@@ -125,30 +140,43 @@ int ExitBody() {
   int code = own;
   bool coordinated = false;
   Outcome outcome = Outcome::kFailed;
-  const int reduced = p.Reduce(own, start + t / 2);
+  const int reduced = p.Reduce(own, start + std::min(t / 2, kReduceWindowNs));
   if (reduced >= 0) {
     code = reduced;
     coordinated = true;
     outcome = Outcome::kReduced;
   } else {
-    switch (p.Elect(own, MonotonicNanos() + t / 8, start + t * 3 / 4)) {
+    switch (p.Elect(own, MonotonicNanos() + std::min(t / 8, kElectWindowNs),
+                    start + t * 3 / 4)) {
       case Role::kLeader:
         outcome = Outcome::kLeader;
-        coordinated = p.Lead(own, MonotonicNanos() + t / 4, start + t * 9 / 10);
+        coordinated =
+            p.Lead(own, MonotonicNanos() + std::min(t / 4, kReplyWindowNs),
+                   start + t * 9 / 10);
         break;
       case Role::kMember:
         outcome = Outcome::kMember;
         coordinated = p.AwaitRequest(start + t * 9 / 10);
         break;
+      case Role::kHandedOff:
+        outcome = Outcome::kHandedOff;
+        coordinated = p.AwaitRequest(start + t * 9 / 10);
+        break;
       default:
         break;
     }
+    // The leader's (or the launcher's) code is the job's; a rank that was
+    // already exiting with a larger one keeps it, so an error is never
+    // reported as success.
+    if (p.request_received()) code = std::max(own, p.request_code());
   }
   // An exit nobody agreed on is not a success, whatever the code said.
   if (!coordinated && code == 0) code = 1;
   if (s->report) Report(*s, code, outcome);
   std::fflush(nullptr);
-  if (coordinated && s->env.fini_network != nullptr) {
+  // A rank died: releasing the network may wait for it (a flush to a peer
+  // that will never answer), and the process is ending anyway.
+  if (coordinated && !p.peer_lost() && s->env.fini_network != nullptr) {
     s->env.fini_network(s->env.context);
   }
   if (coordinated && s->env.bootstrap != nullptr) s->env.bootstrap->Fini();

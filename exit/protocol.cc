@@ -163,8 +163,10 @@ Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
     return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
   }
   // Rank 0 a supernode peer: at `fallback_at` its shared word decides.
-  const Deadline ask_by =
-      leader_taken_ != nullptr ? std::min(fallback_at, deadline) : deadline;
+  // Elsewhere, with a launcher: at `fallback_at` the launcher decides.
+  const Deadline ask_by = leader_taken_ != nullptr || launcher_ != nullptr
+                              ? std::min(fallback_at, deadline)
+                              : deadline;
   auto answered = [&] {
     return elect_answer_.load(std::memory_order_acquire) != 0;
   };
@@ -176,6 +178,14 @@ Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
     // its cell directly. Its own answers use the same word, so there is
     // still one leader.
     return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
+  }
+  if (!answered() && launcher_ != nullptr && launcher_->RequestJobExit(code)) {
+    return Role::kHandedOff;
+  }
+  if (!answered() && launcher_ != nullptr) {
+    // The launcher could not be asked: wait for rank 0 as without one.
+    if (SendBy(0, ask, deadline, true)) WaitUntil(answered, deadline, true);
+    if (request_received()) return Role::kMember;
   }
   switch (elect_answer_.load(std::memory_order_acquire)) {
     case 1:
@@ -236,6 +246,12 @@ bool Protocol::Lead(int code, Deadline nudge_at, Deadline deadline) {
     if (!nudged && now >= nudge_at) {
       Nudge(code);
       nudged = true;
+      // Ranks on other supernodes that do not poll (a compute loop, or a
+      // rank blocked in a system call) hear nothing from the requests;
+      // the launcher reaches them all, and its decision comes back here.
+      if (launcher_ != nullptr && launcher_->RequestJobExit(code)) {
+        return WaitUntil([&] { return request_received(); }, deadline, false);
+      }
     }
     transport_->Poll();
     if (polite_) sched_yield();
@@ -255,6 +271,11 @@ void Protocol::RequestArrived(Rank leader, int code) {
       none, kPresent | uint64_t{leader} << 8 | static_cast<uint64_t>(code),
       std::memory_order_acq_rel);
   if (on_remote_exit_ != nullptr) on_remote_exit_(context_, leader, code);
+}
+
+void Protocol::LauncherRequest(Rank initiator, int code, bool peer_lost) {
+  if (peer_lost) peer_lost_.store(true, std::memory_order_release);
+  RequestArrived(initiator, code);
 }
 
 bool Protocol::TakeSharedRequest() {

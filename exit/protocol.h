@@ -47,13 +47,15 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/exit_signal.h"
 
 namespace gexrt::exit {
 
 // The signal that tells a supernode peer an exit request waits in its
 // shared cell. Its default action is to ignore it, so a nudge that reaches
 // a process before its handler is installed does no harm.
-inline constexpr int kNudgeSignal = SIGURG;
+// The same signal as the launcher's kExitSignal, which carries a value.
+inline constexpr int kNudgeSignal = kExitSignal;
 
 enum class MessageKind : uint32_t {
   kReduce = 0,       // a: round, b: the largest code so far.
@@ -121,7 +123,10 @@ struct Topology {
   std::vector<Rank> leaders;
 };
 
-enum class Role { kUnknown, kLeader, kMember, kFailed };
+// kHandedOff: rank 0 did not answer and the launcher was asked to end the
+// job instead (Bootstrap::RequestJobExit); its decision arrives as a
+// request.
+enum class Role { kUnknown, kLeader, kMember, kFailed, kHandedOff };
 
 // Messages this rank sent, by kind.
 struct Counts {
@@ -145,6 +150,12 @@ class Protocol {
   // tests where ranks are threads).
   void Join(int32_t pid);
 
+  // A launcher that can end the job for this rank (Bootstrap::
+  // RequestJobExit): a silent rank 0 or silent ranks after the nudge are
+  // then handed to it rather than waited for until the deadline. It
+  // reaches every rank, computing or on another host, at once.
+  void SetLauncher(Bootstrap* launcher) { launcher_ = launcher; }
+
   // Step 1: the job's largest exit code, or -1 when not every rank joined
   // by `deadline` (or an exit request arrived: the exit is not
   // collective).
@@ -152,14 +163,21 @@ class Protocol {
   // Step 2: kLeader, kMember, or kFailed when rank 0 did not answer by
   // `deadline`. A rank 0 that does not poll (a compute loop) cannot
   // answer; its supernode peers then take the election in rank 0's shared
-  // cell themselves at `fallback_at`.
+  // cell themselves at `fallback_at`, and other ranks with a launcher hand
+  // the exit to it then (kHandedOff).
   Role Elect(int code, Deadline fallback_at, Deadline deadline);
   // Step 3, leader: sends the requests, nudges supernode peers still
-  // silent at `nudge_at`, and returns whether every rank replied by
-  // `deadline`.
+  // silent at `nudge_at` (and, with a launcher, hands the exit to it then
+  // and waits for its decision), and returns whether every rank replied,
+  // or the launcher's decision arrived, by `deadline`.
   bool Lead(int code, Deadline nudge_at, Deadline deadline);
   // Step 3, member: whether the leader's request arrived by `deadline`.
   bool AwaitRequest(Deadline deadline);
+
+  // The launcher's decision (exit/signals.cc receives it as kExitSignal):
+  // an exit request from `initiator` with the job's code. `peer_lost`: a
+  // rank died, so the exit must not wait for anyone.
+  void LauncherRequest(Rank initiator, int code, bool peer_lost);
 
   // A protocol message from `source` (the conduit's handler calls this).
   void OnMessage(Rank source, const Message& m);
@@ -171,6 +189,13 @@ class Protocol {
   bool request_received() const {
     return request_.load(std::memory_order_acquire) != 0;
   }
+  // The code of the request that arrived (the job's: every rank that got
+  // a request exits with it). Only after request_received().
+  int request_code() const {
+    return static_cast<int>(request_.load(std::memory_order_acquire) & 0xff);
+  }
+  // The launcher said a rank died: nothing should wait for peers now.
+  bool peer_lost() const { return peer_lost_.load(std::memory_order_acquire); }
   Counts counts() const;
   const Topology& topology() const { return topology_; }
 
@@ -217,6 +242,8 @@ class Protocol {
   std::atomic<uint64_t> arrivals_[kMaxRounds] = {};  // kPresent | code.
   std::atomic<int> elect_answer_{0};                 // 1 leader, 2 member.
   std::atomic<uint64_t> request_{0};  // kPresent | leader << 8 | code.
+  std::atomic<bool> peer_lost_{false};
+  Bootstrap* launcher_ = nullptr;
   std::unique_ptr<std::atomic<uint8_t>[]> replied_;  // By rank.
   std::unique_ptr<uint8_t[]> requested_;  // Leader: request sent, by rank.
   std::atomic<uint32_t> replies_{0};

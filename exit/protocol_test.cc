@@ -439,5 +439,90 @@ TEST(ReduceTest, AnExitRequestStopsTheReduceEarly) {
   EXPECT_EQ(job.remote_calls(1), 1);
 }
 
+// A launcher (Bootstrap::RequestJobExit) that decides at once: it records
+// the code and hands the decision to every rank of the job, as the real
+// one does with kExitSignal.
+class FakeLauncher : public Bootstrap {
+ public:
+  explicit FakeLauncher(Job* job) : job_(job) {}
+  Rank rank() const override { return 0; }
+  Rank size() const override { return job_->size(); }
+  void Barrier() override {}
+  void Allgather(const void*, size_t, void*) override {}
+  void Alltoall(const void*, size_t, void*) override {}
+  void Broadcast(const void*, size_t, void*, Rank) override {}
+  [[noreturn]] void Abort(int, std::string_view) override { std::abort(); }
+  void Fini() override {}
+  bool RequestJobExit(int code) override {
+    requests_.fetch_add(1);
+    int none = -1;
+    if (decided_.compare_exchange_strong(none, code)) {
+      for (Rank r = 0; r < job_->size(); ++r) {
+        job_->at(r).LauncherRequest(/*initiator=*/0, code, false);
+      }
+    }
+    return true;
+  }
+  int requests() const { return requests_.load(); }
+
+ private:
+  Job* job_;
+  std::atomic<int> requests_{0};
+  std::atomic<int> decided_{-1};
+};
+
+// Rank 0 computes on another supernode and never answers the election:
+// with a launcher, the candidate hands the exit to it at the fallback time
+// instead of waiting for the deadline.
+TEST(LauncherTest, ASilentRankZeroElsewhereHandsTheExitToTheLauncher) {
+  Job job(2, 1, 0);
+  FakeLauncher launcher(&job);
+  job.at(1).SetLauncher(&launcher);
+  EXPECT_EQ(job.at(1).Elect(6, MonotonicNanos(), Far()), Role::kHandedOff);
+  EXPECT_EQ(launcher.requests(), 1);
+  EXPECT_TRUE(job.at(1).AwaitRequest(Far()));
+  EXPECT_EQ(job.at(1).request_code(), 6);
+  // Rank 0 heard the decision without ever polling.
+  EXPECT_TRUE(job.at(0).request_received());
+  EXPECT_EQ(job.remote_code(0), 6);
+  EXPECT_FALSE(job.at(0).peer_lost());
+}
+
+// Without a launcher the same silence is waited out until the deadline.
+TEST(LauncherTest, WithoutALauncherASilentRankZeroFailsTheElection) {
+  Job job(2, 1, 0);
+  EXPECT_EQ(job.at(1).Elect(6, MonotonicNanos(), Soon()), Role::kFailed);
+}
+
+// A leader whose peer on another supernode never polls: at the nudge time
+// the launcher takes over, and the lead succeeds once its decision is back.
+TEST(LauncherTest, ALeaderHandsSilentRanksToTheLauncher) {
+  Job job(3, 1, 0);
+  FakeLauncher launcher(&job);
+  bool led = false;
+  job.Run([&](Rank r) {
+    if (r != 0) return;  // Ranks 1 and 2 compute: they never poll.
+    job.at(0).SetLauncher(&launcher);
+    ASSERT_EQ(job.at(0).Elect(12, Far(), Far()), Role::kLeader);
+    led = job.at(0).Lead(12, MonotonicNanos(), Far());
+  });
+  EXPECT_TRUE(led);
+  EXPECT_EQ(launcher.requests(), 1);
+  EXPECT_EQ(job.remote_code(1), 12);
+  EXPECT_EQ(job.remote_code(2), 12);
+}
+
+// The launcher's word that a rank died reaches the protocol.
+TEST(LauncherTest, ALostPeerIsRemembered) {
+  Job job(2, 2, 0);
+  job.at(1).LauncherRequest(0, 137, /*peer_lost=*/true);
+  EXPECT_TRUE(job.at(1).request_received());
+  EXPECT_TRUE(job.at(1).peer_lost());
+  EXPECT_EQ(job.at(1).request_code(), 137);
+  EXPECT_EQ(job.remote_code(1), 137);
+  // A request makes the reduce give up at once: the exit is not collective.
+  EXPECT_EQ(job.at(1).Reduce(3, Far()), -1);
+}
+
 }  // namespace
 }  // namespace gexrt::exit

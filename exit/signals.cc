@@ -10,6 +10,7 @@
 #include "base/freeze.h"
 #include "base/job_rank.h"
 #include "base/stderr_line.h"
+#include "bootstrap/exit_signal.h"
 #include "exit/graceful_exit.h"
 #include "exit/protocol.h"
 
@@ -68,8 +69,21 @@ void OnEndSignal(int sig) {
   ExitJob(128 + sig);
 }
 
-void OnNudge(int) {
-  if (Protocol* p = InstalledProtocol()) p->TakeSharedRequest();
+// kNudgeSignal is also kExitSignal: queued by a launcher, it carries the
+// job's exit decision; sent by a supernode peer (kill), the request waits
+// in this rank's shared cell.
+void OnNudge(int, siginfo_t* info, void*) {
+  Protocol* p = InstalledProtocol();
+  if (p == nullptr) return;
+  if (info != nullptr && info->si_code == SI_QUEUE) {
+    const std::optional<ExitSignalValue> v =
+        DecodeExitSignal(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr));
+    if (v.has_value()) {
+      p->LauncherRequest(v->initiator, v->code, v->peer_lost);
+      return;
+    }
+  }
+  p->TakeSharedRequest();
 }
 
 void OnAlarm(int) {
@@ -81,20 +95,35 @@ void OnAlarm(int) {
   _exit(code);
 }
 
-void Handle(int sig, void (*handler)(int), bool only_if_default) {
+// Installs `sa` for `sig`; with `only_if_default`, only where nobody
+// installed a handler yet (a client's or a sanitizer's, SA_SIGINFO ones
+// included, stays).
+void Install(int sig, struct sigaction& sa, bool only_if_default) {
   struct sigaction old;
   if (sigaction(sig, nullptr, &old) != 0) return;
-  // A handler someone else installed (SA_SIGINFO ones included) stays.
   if (only_if_default &&
       ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL)) {
     return;
   }
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags |= SA_RESTART;
+  sigaction(sig, &sa, nullptr);
+}
+
+void Handle(int sig, void (*handler)(int), bool only_if_default) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(sig, &sa, nullptr);
+  Install(sig, sa, only_if_default);
+}
+
+void HandleWithInfo(int sig, void (*handler)(int, siginfo_t*, void*),
+                    bool only_if_default) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO;
+  Install(sig, sa, only_if_default);
 }
 
 }  // namespace
@@ -102,7 +131,7 @@ void Handle(int sig, void (*handler)(int), bool only_if_default) {
 void InstallSignalHandlers() {
   for (int sig : kFatalSignals) Handle(sig, &OnFatalSignal, true);
   for (int sig : kEndSignals) Handle(sig, &OnEndSignal, true);
-  Handle(kNudgeSignal, &OnNudge, true);
+  HandleWithInfo(kNudgeSignal, &OnNudge, true);
 }
 
 bool ClientHandlesSigquit() {

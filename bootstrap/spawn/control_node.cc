@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "base/stderr_line.h"
+#include "bootstrap/exit_signal.h"
 #include "bootstrap/launcher_bootstrap.h"
 #include "bootstrap/spawn/job_secret.h"
 #include "bootstrap/wire.h"
@@ -403,22 +404,73 @@ void ControlNode::AskLocalRanksToExit(Rank rank, int wait_status) {
     return;
   }
   // It died, or failed without leaving the job: the others may be waiting
-  // for it forever (a barrier, a spin loop). A rank whose graceful exit is
-  // in place (exit/) takes SIGTERM as a request to exit with its output
-  // flushed; the rest are left to the exit timeout, then killed.
+  // for it forever (a barrier, a spin loop), and their exit protocol would
+  // wait for it until the exit timeout. Every rank whose graceful exit is
+  // in place (exit/) is told at once, on every host, to exit without
+  // waiting for anyone; the rest are left to the exit timeout, then
+  // killed. This host's ranks hear now, the others through the root.
+  asked_to_exit_ = true;
+  const wire::ExitJob decision{rank, ExitCodeOf(wait_status), true};
+  if (options_.is_root) {
+    DecideExit(decision);
+  } else {
+    DeliverExit(decision);
+  }
+}
+
+void ControlNode::HandleExitRequest(const wire::ExitRequest& request) {
+  if (request.rank >= options_.job_size) return;
+  if (!options_.is_root) {
+    SendToParent(wire::Encode(request));
+    return;
+  }
+  Verbose(absl::StrFormat(
+      "rank %d's exit is not collective (code %d); asking every rank to exit",
+      request.rank, request.exit_code & 0xff));
+  DecideExit(wire::ExitJob{request.rank, request.exit_code & 0xff, false});
+}
+
+void ControlNode::DecideExit(const wire::ExitJob& decision) {
+  // The first request or death decides; later ones find the ranks
+  // already exiting.
+  if (exit_decided_ || killed_with_ != 0) return;
+  exit_decided_ = true;
+  const std::string frame = wire::Encode(decision);
+  for (auto& a : agents_) {
+    if (a->conn_fd >= 0) {
+      (void)wire::WriteFrame(a->conn_fd, frame, absl::Now() + absl::Seconds(1));
+    }
+  }
+  const int asked = DeliverExit(decision);
+  if (!decision.peer_lost) return;
+  // Other hosts' ranks are counted by their launchers, which say nothing.
+  if (!agents_.empty()) {
+    Say(
+        absl::StrFormat("rank %d ended without leaving the job; asking the "
+                        "other ranks to exit",
+                        decision.initiator));
+  } else if (asked > 0) {
+    Say(
+        absl::StrFormat("rank %d ended without leaving the job; asking %d "
+                        "other rank(s) to exit",
+                        decision.initiator, asked));
+  }
+}
+
+int ControlNode::DeliverExit(const wire::ExitJob& decision) {
+  if (killed_with_ != 0) return 0;
   int asked = 0;
   for (auto& l : locals_) {
-    if (!l->reaped && l->rank != rank && exit_ready_[l->rank]) {
-      kill(l->pid, SIGTERM);
+    if (l->reaped || !exit_ready_[l->rank]) continue;
+    // The rank that asked hears the decision too: it waits for the code.
+    if (decision.peer_lost && l->rank == decision.initiator) continue;
+    if (SendExitSignal(l->pid, ExitSignalValue{decision.initiator,
+                                               decision.exit_code & 0xff,
+                                               decision.peer_lost})) {
       ++asked;
     }
   }
-  if (asked == 0) return;
-  asked_to_exit_ = true;
-  Say(absl::StrFormat(
-      "rank %d ended without leaving the job; asking %d other rank(s) to "
-      "exit (SIGTERM)",
-      rank, asked));
+  return asked;
 }
 
 void ControlNode::HandleAgentError(int exit_code, const std::string& message) {
@@ -475,6 +527,16 @@ void ControlNode::HandleRankFrame(size_t index, std::string_view body) {
         break;
       }
       exit_ready_[rank.rank] = true;
+      break;
+    }
+    case wire::MessageType::kExitRequest: {
+      auto m = wire::Decode<wire::ExitRequest>(body);
+      if (!m.ok() || m->rank != rank.rank) {
+        bad = m.ok() ? absl::DataLossError("exit request names another rank")
+                     : m.status();
+        break;
+      }
+      HandleExitRequest(*m);
       break;
     }
     case wire::MessageType::kFini: {
@@ -543,6 +605,12 @@ void ControlNode::HandleAgentFrame(size_t index, std::string_view body) {
       bad = m.status();
       break;
     }
+    case wire::MessageType::kExitRequest: {
+      auto m = wire::Decode<wire::ExitRequest>(body);
+      if (m.ok()) HandleExitRequest(*m);
+      bad = m.status();
+      break;
+    }
     case wire::MessageType::kAgentError: {
       auto m = wire::Decode<wire::AgentError>(body);
       if (m.ok()) HandleAgentError(m->exit_code, m->message);
@@ -590,6 +658,14 @@ void ControlNode::HandleParentFrame(std::string_view body) {
       auto m = wire::Decode<wire::Kill>(body);
       if (m.ok() && m->signal > 0 && m->signal < NSIG) {
         KillAll(m->signal);
+        return;
+      }
+      break;
+    }
+    case wire::MessageType::kExitJob: {
+      auto m = wire::Decode<wire::ExitJob>(body);
+      if (m.ok()) {
+        DeliverExit(*m);
         return;
       }
       break;

@@ -141,6 +141,14 @@ class ControlNode {
   // Rank `rank` ended abnormally (`wait_status`) without Fini: SIGTERM to
   // this node's running ranks whose graceful exit is in place (once).
   void AskLocalRanksToExit(Rank rank, int wait_status);
+  // A rank's non-collective exit: the root decides, agents pass it up.
+  void HandleExitRequest(const wire::ExitRequest& request);
+  // Root: the job ends with `decision`, told to every agent and to this
+  // host's exit-ready ranks. Once per job.
+  void DecideExit(const wire::ExitJob& decision);
+  // Queues kExitSignal with the decision to this host's exit-ready ranks;
+  // how many were signalled.
+  int DeliverExit(const wire::ExitJob& decision);
   void HandleAgentError(int exit_code, const std::string& message);
   void AgentLost(size_t agent, const std::string& why);
   // Whether every rank below `agent` has been reported as exited.
@@ -189,6 +197,7 @@ class ControlNode {
   // whether they have been asked to exit (once).
   std::vector<bool> exit_ready_;
   bool asked_to_exit_ = false;
+  bool exit_decided_ = false;  // Root: DecideExit ran.
   std::vector<bool> rank_exited_;
   int job_code_ = 0;
   bool job_failing_ = false;  // an abort, death or signal is ending the job

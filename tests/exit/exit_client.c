@@ -20,6 +20,9 @@
  *   barrier          exiter gasnet_exit(code); the others wait forever in
  *                    an anonymous gasnet_barrier_notify/wait
  *   spin             exiter gasnet_exit(code); the others spin
+ *   compute          exiter gasnet_exit(code); the others count in a loop
+ *                    that never polls nor calls GASNet (only a signal
+ *                    reaches them)
  *   rma              exiter gasnet_exit(code); the others loop forever on a
  *                    4 KiB gex_RMA_PutBlocking then GetBlocking to/from the
  *                    next rank's segment, never polling
@@ -123,6 +126,13 @@ static void Fault(void) {
 static void Spin(void) __attribute__((noreturn));
 static void Spin(void) {
   for (;;) gasnet_AMPoll();
+}
+
+/* Never polls and makes no call into GASNet: only a signal reaches it. */
+static void Compute(void) __attribute__((noreturn));
+static void Compute(void) {
+  volatile unsigned long counter = 0;
+  for (;;) ++counter;
 }
 
 static void ExitRequest(gex_Token_t token) {
@@ -281,7 +291,7 @@ static const char *const kModes[] = {
     "return-all",      "return-one",    "exit-all",   "exit-one",
     "request-handler", "reply-handler", "sigsegv",    "sigabrt",
     "launcher-signal", "sigkill",       "rank0-dead", "sigquit-handler",
-    "sigquit-default", "threads"};
+    "sigquit-default", "threads",       "compute"};
 
 static int Is(const char *mode, const char *name) {
   return strcmp(mode, name) == 0;
@@ -363,6 +373,7 @@ int main(int argc, char **argv) {
       Die("a barrier completed without the exiter");
     }
     if (Is(mode, "rma")) RmaForever();
+    if (Is(mode, "compute")) Compute();
     Spin();
   }
 
@@ -375,6 +386,6 @@ int main(int argc, char **argv) {
   }
   if (Is(mode, "sigabrt")) abort();
   if (Is(mode, "sigkill") || Is(mode, "rank0-dead")) KillSelf();
-  /* barrier, spin, rma, sigquit-handler, sigquit-default. */
+  /* barrier, spin, rma, compute, sigquit-handler, sigquit-default. */
   gasnet_exit(g_code);
 }

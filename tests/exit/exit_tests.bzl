@@ -154,6 +154,7 @@ def exit_job_tests(
         data = [
             ":exit_client_" + conduit,
             ":exit_client_par_" + conduit,
+            "//tests/bootstrap:fake_ssh.sh",
             launcher,
         ],
         env = {
