@@ -31,11 +31,22 @@ void WriteAll(int fd, const char* s, size_t n) {
   }
 }
 
-[[noreturn]] void ChildFail(const char* what, const char* arg, int err) {
+// "<name>: <what> '<arg>': <error>\n" in one write. `name` (the launcher's
+// name) was prepared before fork; snprintf is not on the async-signal-safe
+// list, so the line is put together by hand, cut short if it is too long.
+[[noreturn]] void ChildFail(const char* name, const char* what, const char* arg,
+                            int err) {
   char buf[512];
-  const int n = snprintf(buf, sizeof buf, "gasnetrun: %s '%s': %s\n", what, arg,
-                         strerrordesc_np(err));
-  if (n > 0) WriteAll(2, buf, std::min<size_t>(n, sizeof buf - 1));
+  size_t n = 0;
+  const char* error = strerrordesc_np(err);
+  for (const char* part :
+       {name, ": ", what, " '", arg, "': ", error ? error : "unknown error"}) {
+    for (const char* p = part; *p != '\0' && n < sizeof buf - 1; ++p) {
+      buf[n++] = *p;
+    }
+  }
+  buf[n++] = '\n';
+  WriteAll(2, buf, n);
   _exit(127);
 }
 
@@ -87,6 +98,9 @@ absl::StatusOr<Child> StartChild(const ChildSpec& spec) {
     if (r.ok()) resolved = *r;
   }
   const pid_t launcher = getpid();
+  const std::string name = spec.name.empty()
+                               ? std::string(program_invocation_short_name)
+                               : spec.name;
 
   const pid_t pid = fork();
   if (pid < 0) {
@@ -118,7 +132,7 @@ absl::StatusOr<Child> StartChild(const ChildSpec& spec) {
       if (flags >= 0) fcntl(spec.inherit_fd, F_SETFD, flags & ~FD_CLOEXEC);
     }
     execve(resolved.c_str(), argv.data(), envp.data());
-    ChildFail("cannot execute", spec.argv[0].c_str(), errno);
+    ChildFail(name.c_str(), "cannot execute", spec.argv[0].c_str(), errno);
   }
   // Also from the parent: whichever runs first, the group exists before
   // anyone signals it.

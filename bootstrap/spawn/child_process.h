@@ -40,6 +40,11 @@ struct ChildSpec {
   // Capture stdout and stderr through pipes (the launcher forwards them
   // line by line); otherwise the child shares the launcher's.
   bool capture_output = true;
+  // Prefixes what the child itself prints before its exec (the launcher's
+  // name, e.g. "gasnetrun_smp" or "gasnetrun agent on n1"); empty: this
+  // program's name (program_invocation_short_name), which is the tool's
+  // for every gasnetrun_<conduit> binary.
+  std::string name;
 };
 
 struct Child {
@@ -49,8 +54,8 @@ struct Child {
 };
 
 // Forks and execs. An exec failure is reported by the child itself on its
-// stderr ("gasnetrun: cannot execute 'prog': No such file or directory")
-// with exit code 127, as shells do.
+// stderr ("gasnetrun_smp: cannot execute 'prog': No such file or
+// directory", prefixed with spec.name) with exit code 127, as shells do.
 absl::StatusOr<Child> StartChild(const ChildSpec& spec);
 
 // "exited with code 3", "was killed by signal 9 (Killed)".

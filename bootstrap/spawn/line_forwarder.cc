@@ -1,6 +1,7 @@
 #include "bootstrap/spawn/line_forwarder.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,28 @@
 
 namespace gexrt::spawn {
 
-LineForwarder::LineForwarder(int out_fd, size_t max_line)
-    : out_fd_(out_fd), max_line_(std::max<size_t>(max_line, 1)) {}
+namespace {
+
+// What a pipeline's writer does on a closed pipe, done on purpose: the
+// launcher ignores SIGPIPE (a write to a control socket must fail, not
+// kill it), so the write only returned EPIPE.
+[[noreturn]] void EndBySigpipe() {
+  signal(SIGPIPE, SIG_DFL);
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigprocmask(SIG_UNBLOCK, &pipe_only, nullptr);
+  raise(SIGPIPE);
+  _exit(128 + SIGPIPE);  // Not reached: the signal's action is to end.
+}
+
+}  // namespace
+
+LineForwarder::LineForwarder(int out_fd, size_t max_line,
+                             BrokenPipe on_broken_pipe)
+    : out_fd_(out_fd),
+      max_line_(std::max<size_t>(max_line, 1)),
+      on_broken_pipe_(on_broken_pipe) {}
 
 size_t LineForwarder::pending_bytes(int source) const {
   auto it = pending_.find(source);
@@ -96,6 +117,9 @@ void LineForwarder::WriteAll(const char* data, size_t size) {
     // write(2) returning 0 for a non-empty buffer makes no progress and
     // would spin; treat it as an I/O error.
     error_ = n < 0 ? errno : EIO;
+    if (error_ == EPIPE && on_broken_pipe_ == BrokenPipe::kEndProcess) {
+      EndBySigpipe();
+    }
     failed_ = true;
     pending_.clear();
     return;

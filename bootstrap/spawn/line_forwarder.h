@@ -19,12 +19,28 @@
 
 namespace gexrt::spawn {
 
+// What a forwarder does when its output is a pipe whose reader has gone
+// (a write fails with EPIPE: `gasnetrun ... | head -2` once head exits).
+enum class BrokenPipe {
+  // End this process as any writer in a shell pipeline ends: by SIGPIPE
+  // (restored to its default action and raised; exit status 141 to the
+  // shell). For a launcher that ends the job: the kernel kills its ranks
+  // (their parent-death signal) and its clean-up guard removes what they
+  // left (bootstrap/spawn/README.md, "Output").
+  kEndProcess,
+  // Drop all further output silently and keep running.
+  kDrop,
+};
+
 class LineForwarder {
  public:
   // Writes to `out_fd`, which is not owned and may be blocking or not.
   // Lines longer than `max_line` bytes (taken as 1 if 0) cannot be kept
-  // whole; they are written in max_line-byte pieces.
-  explicit LineForwarder(int out_fd, size_t max_line = 64 * 1024);
+  // whole; they are written in max_line-byte pieces. Any other failed
+  // write (EBADF: a launcher started with its stdout closed; EIO) drops
+  // the output whatever `on_broken_pipe` says.
+  explicit LineForwarder(int out_fd, size_t max_line = 64 * 1024,
+                         BrokenPipe on_broken_pipe = BrokenPipe::kEndProcess);
 
   LineForwarder(const LineForwarder&) = delete;
   LineForwarder& operator=(const LineForwarder&) = delete;
@@ -47,9 +63,8 @@ class LineForwarder {
   // Finish for every source with pending bytes, in increasing source order.
   void FinishAll();
 
-  // Whether a write has failed (EPIPE, EBADF, ...). From then on all output
-  // is dropped silently and nothing is buffered: a launcher whose stdout
-  // went away must keep running its job.
+  // Whether a write has failed (EBADF, EIO, or EPIPE with kDrop). From
+  // then on all output is dropped silently and nothing is buffered.
   bool failed() const { return failed_; }
 
   // The errno of the failed write; 0 while !failed().
@@ -70,6 +85,7 @@ class LineForwarder {
 
   const int out_fd_;
   const size_t max_line_;
+  const BrokenPipe on_broken_pipe_;
   bool failed_ = false;
   int error_ = 0;
   absl::flat_hash_map<int, std::string> pending_;

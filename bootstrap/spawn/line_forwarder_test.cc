@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -232,10 +233,10 @@ TEST(LineForwarderTest, FinishAllGoesInSourceOrder) {
   EXPECT_EQ(pipe.Drain(), "");
 }
 
-TEST(LineForwarderTest, ClosedPipeSetsFailedAndDropsOutput) {
+TEST(LineForwarderTest, ClosedPipeWithDropSetsFailedAndDropsOutput) {
   signal(SIGPIPE, SIG_IGN);
   Pipe pipe;
-  LineForwarder out(pipe.write_fd());
+  LineForwarder out(pipe.write_fd(), 64 * 1024, BrokenPipe::kDrop);
   out.Append(0, "buffered");
   pipe.CloseRead();
   EXPECT_FALSE(out.failed());
@@ -251,6 +252,28 @@ TEST(LineForwarderTest, ClosedPipeSetsFailedAndDropsOutput) {
   EXPECT_TRUE(out.failed());
 }
 
+// The default, a launcher's: a closed pipe ends the process by SIGPIPE, as
+// it would any writer in a shell pipeline, even with SIGPIPE ignored and
+// blocked (as the launcher has it) beforehand.
+TEST(LineForwarderDeathTest, ClosedPipeEndsTheProcessBySigpipe) {
+  EXPECT_EXIT(
+      {
+        signal(SIGPIPE, SIG_IGN);
+        sigset_t pipe_only;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        sigprocmask(SIG_BLOCK, &pipe_only, nullptr);
+        Pipe pipe;
+        LineForwarder out(pipe.write_fd());
+        out.Append(0, "first\n");
+        pipe.CloseRead();
+        out.Append(0, "second\n");
+        std::_Exit(0);  // Not reached.
+      },
+      ::testing::KilledBySignal(SIGPIPE), "");
+}
+
+// Other failures never end the process.
 TEST(LineForwarderTest, BadFdSetsFailed) {
   LineForwarder out(-1);
   out.Append(0, "partial");
