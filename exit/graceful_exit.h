@@ -19,9 +19,10 @@
 //                   wait for the process to end): ignores SIGQUIT, arms an
 //                   alarm at GASNET_EXITTIMEOUT that ends the process with
 //                   the saved code whatever happens, stops client handlers,
-//                   runs the protocol (reduce within half the timeout; if
-//                   that fails, elect within three quarters; the leader's
-//                   requests or the member's wait within nine tenths),
+//                   runs the protocol (reduce within 0.5 s or half the
+//                   timeout; if that fails, elect, or hand the exit to the
+//                   launcher; the leader's requests, the member's wait or
+//                   the launcher's decision within nine tenths),
 //                   flushes stdio, tells the bootstrap this rank leaves on
 //                   purpose when the exit was coordinated, and returns the
 //                   code to exit with (nonzero when coordination failed).
