@@ -19,6 +19,10 @@
 //   lines K                every rank prints K long lines, each in pieces
 //   stdin                  rank 0 copies its stdin to stdout
 //   env NAME               prints "rank R NAME=value"
+//   await FILE             every rank waits until FILE exists (at most
+//                          120 s), prints "rank R/N released", then
+//                          finishes: a job that stays up while a test
+//                          looks at it from the outside
 //
 // Options before the mode:
 //   --pids DIR             write DIR/<rank>.pid (and DIR/<rank>.child for a
@@ -244,6 +248,14 @@ int main(int argc, char** argv) {
       ssize_t k;
       while ((k = read(0, buf, sizeof buf)) > 0) (void)!write(1, buf, k);
     }
+  } else if (mode == "await") {
+    const std::string file = args.at(a + 1);
+    // A bounded poll for the test's go-ahead, not a timing assumption.
+    for (int i = 0; i < 6000 && access(file.c_str(), F_OK) != 0; ++i) {
+      usleep(20000);
+    }
+    std::printf("rank %u/%u released\n", me, b->size());
+    std::fflush(stdout);
   } else if (mode == "env") {
     const char* v = std::getenv(args.at(a + 1).c_str());
     std::printf("rank %u %s=%s\n", me, args.at(a + 1).c_str(),

@@ -65,7 +65,7 @@ CREATED_NS=()
 JOB=
 WORK=
 # The pid of each launcher run_job started (it names the job's PSHM
-# objects: /dev/shm/GASNT<8 hex digits><pid><4 hex digits>.*).
+# objects: /dev/shm/GASNT<8 hex digits><pid><16 hex digits>.*).
 LAUNCHER_PIDS=()
 # run_job's time limit, in seconds.
 JOB_LIMIT_S=${JOB_LIMIT_S:-120}
@@ -356,7 +356,7 @@ check_no_survivors() {
 check_no_shm_leftovers() {
   local pid f
   for pid in "${LAUNCHER_PIDS[@]}"; do
-    for f in /dev/shm/GASNT????????"$pid"????.*; do
+    for f in /dev/shm/GASNT????????"$pid"????????????????.*; do
       [ -e "$f" ] || continue
       problem "left in /dev/shm (job of launcher pid $pid): ${f#/dev/shm/}"
     done
