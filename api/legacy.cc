@@ -210,10 +210,12 @@ int gasnet_set_waitmode(int wait_mode) {
   switch (wait_mode) {
     case GASNET_WAIT_SPIN:
       rt.polite = rt.map->MyHostIsOversubscribed();
+      rt.waits.set_always_yield(rt.polite);
       return GASNET_OK;
     case GASNET_WAIT_BLOCK:
     case GASNET_WAIT_SPINBLOCK:
       rt.polite = true;
+      rt.waits.set_always_yield(true);
       return GASNET_OK;
     default:
       return gexrt::api::ReportError(

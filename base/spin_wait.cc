@@ -4,6 +4,6 @@
 
 namespace gexrt {
 
-void PoliteSpinWait::Yield() { sched_yield(); }
+void YieldCpu() { sched_yield(); }
 
 }  // namespace gexrt

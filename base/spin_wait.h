@@ -44,6 +44,39 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchForWrite(const void* p) {
 #endif
 }
 
+// Gives the CPU up (sched_yield()). Out of line: a system call anyway.
+void YieldCpu();
+
+// The wait for a lock that is held only for a moment: CpuRelax() for the
+// first kSpins looks, then a yield at each. The lock's holder is then
+// running and lets go within the spin, unless it lost its CPU while
+// holding it, which is the one case a longer wait has: a waiter that kept
+// spinning would hold its CPU until its time slice ended while the holder
+// waited in the run queue (with more threads than CPUs, a wait of
+// milliseconds for a critical section of nanoseconds).
+//
+//   SpinThenYield wait;
+//   while (busy.exchange(true, std::memory_order_acquire)) {
+//     while (busy.load(std::memory_order_relaxed)) wait.Pause();
+//   }
+class SpinThenYield {
+ public:
+  static constexpr int kSpins = 64;
+
+  void Pause() {
+    if (spins_ < kSpins) {
+      ++spins_;
+      CpuRelax();
+    } else {
+      YieldCpu();
+    }
+  }
+  int spins() const { return spins_; }
+
+ private:
+  int spins_ = 0;
+};
+
 // One step of a spin-wait loop, polite or not. When ranks outnumber cores on
 // a host (see HostIsOversubscribed in base/cpu.h), a spinning rank may hold
 // the very core that the rank it waits for needs: a polite wait gives the
@@ -62,7 +95,7 @@ class PoliteSpinWait {
   // Waits a moment: yields the CPU when polite, else CpuRelax().
   void Pause() {
     if (polite_) {
-      Yield();
+      YieldCpu();
     } else {
       CpuRelax();
     }
@@ -75,8 +108,6 @@ class PoliteSpinWait {
   }
 
  private:
-  static void Yield();  // sched_yield(), out of line: a system call anyway.
-
   bool polite_;
 };
 

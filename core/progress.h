@@ -5,8 +5,10 @@
 //   Progress      PollNetworks, then the registered progress functions
 //                 (the barrier's and collectives' sends), except inside a
 //                 handler, where sending a Request is not allowed;
-//   WaitProgress  Progress, then yield (polite) or a spin-wait pause when
-//                 nothing arrived.
+//   WaitProgress  Progress, then a pause as the runtime's WaitPolicy says:
+//                 yield (polite), bounded spin then yield (PAR threads
+//                 outnumbering CPUs), or a spin-wait pause when nothing
+//                 arrived.
 #ifndef GEX_CORE_PROGRESS_H_
 #define GEX_CORE_PROGRESS_H_
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "base/cpu.h"
 #include "base/fatal.h"
 #include "bootstrap/create_bootstrap.h"
 #include "core/dispatch.h"
@@ -44,7 +45,10 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
     // Every rank sees the same map, so every rank stops here.
     FatalErrorF("%s: %s", call, s.message());
   }
-  rt.polite = rt.map->MyHostIsOversubscribed();
+  rt.waits.Configure(static_cast<int>(rt.map->my_host_members().size()),
+                     OnlineCpuCount(), rt.thread_safe);
+  // The same rule as MyHostIsOversubscribed (more ranks here than CPUs).
+  rt.polite = rt.waits.always_yield();
   rt.conduit_has_peers = rt.map->my_supernode_members().size() < rt.size;
 
   pshm::Supernode::Options sn;
@@ -53,6 +57,7 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   // Only when the conduit has peers: smp's waits poll PSHM alone.
   if (rt.conduit_has_peers) sn.other_poll = &PollConduit;
   sn.thread_safe = rt.thread_safe;
+  sn.wait_policy = &rt.waits;
   auto supernode = pshm::Supernode::Create(*rt.bootstrap, *rt.map, sn);
   if (!supernode.ok())
     FatalErrorF("%s: %s", call, supernode.status().message());

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "am/handler_table.h"
+#include "base/wait_policy.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/node_map.h"
 #include "core/conduit.h"
@@ -46,8 +47,14 @@ class Runtime {
   Rank size = 1;
   bool thread_safe = false;  // GASNET_PAR
   // Yield while waiting: more ranks than CPUs on this host, or
-  // gasnet_set_waitmode(GASNET_WAIT_BLOCK).
+  // gasnet_set_waitmode(GASNET_WAIT_BLOCK). Kept equal to
+  // waits.always_yield() (set both).
   bool polite = false;
+  // How this process's waits (core's and the PSHM network's) spin or
+  // yield: besides `polite`, a PAR client's waiting threads are counted,
+  // and once they (times the ranks on this host) outnumber the CPUs, waits
+  // spin a bounded number of rounds and then yield.
+  WaitPolicy waits;
 
   std::unique_ptr<Bootstrap> bootstrap;
   std::optional<NodeMap> map;

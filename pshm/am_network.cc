@@ -107,7 +107,9 @@ AmNetwork::AmNetwork(Options options)
       context_(options.context),
       other_poll_(options.other_poll),
       thread_safe_(options.thread_safe),
-      wait_(options.polite) {
+      wait_policy_(options.wait_policy != nullptr ? options.wait_policy
+                                                  : &own_wait_policy_) {
+  own_wait_policy_.set_always_yield(options.polite);
   if (peers_ == 0 || options.ranks.size() != peers_ || my_index_ >= peers_ ||
       dispatcher_ == nullptr) {
     FatalError(absl::StrFormat(
@@ -170,8 +172,11 @@ AmNetwork::~AmNetwork() = default;
 
 void AmNetwork::LockPool(Pool& p) {
   if (!thread_safe_) return;
+  // Held for a few stores, but its holder may lose its CPU meanwhile
+  // (threads outnumbering CPUs): spin a moment, then yield to it.
+  SpinThenYield wait;
   while (p.busy.exchange(true, std::memory_order_acquire)) {
-    while (p.busy.load(std::memory_order_relaxed)) CpuRelax();
+    while (p.busy.load(std::memory_order_relaxed)) wait.Pause();
   }
 }
 
@@ -261,6 +266,9 @@ void AmNetwork::Cancel(Reservation& r) {
 
 void AmNetwork::WaitProgress(Channel channel) {
   waits_.fetch_add(1, std::memory_order_relaxed);
+  // The round counts this thread as waiting (PAR), with the runtime's
+  // other waiting threads.
+  WaitPolicy::Round round(*wait_policy_);
   int delivered;
   if (channel == Channel::kRequest) {
     delivered = Poll();
@@ -268,7 +276,7 @@ void AmNetwork::WaitProgress(Channel channel) {
   } else {
     delivered = PollReplies();
   }
-  if (delivered == 0) wait_.Pause();
+  round.PauseIfIdle(delivered != 0);
 }
 
 bool AmNetwork::LockPoll(Channel channel) {

@@ -59,6 +59,7 @@
 #include "absl/base/optimization.h"
 #include "absl/types/span.h"
 #include "base/spin_wait.h"
+#include "base/wait_policy.h"
 #include "pshm/queue_config.h"
 #include "pshm/queue_layout.h"
 
@@ -127,7 +128,12 @@ class AmNetwork {
     void* context = nullptr;
     bool thread_safe = false;
     // Yield the CPU while waiting (more ranks than cores on this host).
+    // Used when wait_policy is null.
     bool polite = false;
+    // How waits spin or yield (the runtime's, shared with its other waits
+    // so that PAR threads waiting anywhere are counted together); null:
+    // the network's own, yielding at every round when `polite`.
+    WaitPolicy* wait_policy = nullptr;
     // Polled with `context` besides this network by a request's wait
     // (never by a reply's, whose wait must run reply handlers only).
     OtherPoll other_poll = nullptr;
@@ -312,7 +318,8 @@ class AmNetwork {
   void* context_;
   OtherPoll other_poll_;
   bool thread_safe_;
-  PoliteSpinWait wait_;                    // Between polls that found nothing.
+  WaitPolicy own_wait_policy_;             // When Options::wait_policy is null.
+  WaitPolicy* wait_policy_;                // Between polls that found nothing.
   std::unique_ptr<Producer[]> producers_;  // By destination.
   std::unique_ptr<Consumer[]> consumers_;  // By source.
   Pool pools_[kChannels];

@@ -121,6 +121,7 @@ absl::StatusOr<std::unique_ptr<Supernode>> Supernode::Create(
   net.other_poll = options.other_poll;
   net.thread_safe = options.thread_safe;
   net.polite = map.MyHostIsOversubscribed();
+  net.wait_policy = options.wait_policy;
   sn->network_ = std::make_unique<AmNetwork>(std::move(net));
 
   // Segment limits, now that the network's memory is taken.

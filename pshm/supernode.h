@@ -73,6 +73,8 @@ class Supernode {
     // AmNetwork::Options::other_poll (called with `context`).
     OtherPoll other_poll = nullptr;
     bool thread_safe = false;
+    // AmNetwork::Options::wait_policy (may be null).
+    WaitPolicy* wait_policy = nullptr;
     // Network size; unset: QueueConfigFromEnv() (the error, if any, is
     // returned by Create).
     std::optional<QueueConfig> queue;

@@ -1,0 +1,152 @@
+// How the threads of one process wait for progress (a reply, room in a
+// queue, a barrier): spin while every waiting thread on the host can have a
+// CPU of its own, give CPUs up once they cannot.
+//
+// Spinning (CpuRelax between polls) reacts fastest, but only while the
+// thread that will end the wait is running too. With more waiting threads
+// than CPUs, a spinner holds a CPU for its whole time slice while the
+// threads it waits for (a peer rank's, or the one of its own rank that holds
+// a lock or has its message half read) sit in the run queue: 2 ranks of 4
+// threads on 2 CPUs ran 70-150 times slower than 2 ranks of 1 thread for 4
+// times the work. GASNet's polite mode counts ranks only; this counts the
+// threads that wait.
+//
+// Three regimes, decided at every round of a wait:
+//  - always yield: more ranks on the host than CPUs, or
+//    gasnet_set_waitmode(GASNET_WAIT_BLOCK); every round yields (as
+//    before: a single-threaded rank has nothing better to do).
+//  - oversubscribed by threads (PAR): (threads of this process in a wait
+//    round now) x (ranks on the host) > CPUs, counting the other ranks as
+//    busy as this one (their counts are not read: a host-wide count would
+//    be a line every rank writes on every round). Bounded spin, then
+//    yield: kSpinRounds empty rounds with CpuRelax, then one yield. A
+//    round that made progress starts the spin again.
+//  - otherwise: CpuRelax after a round that found nothing, exactly as a
+//    single-threaded rank always did. SEQ clients (count_threads false)
+//    pay no atomic at all.
+//
+//   WaitPolicy policy;
+//   policy.Configure(ranks_on_host, OnlineCpuCount(), /*count_threads=*/par);
+//   ...
+//   WaitPolicy::Round round(policy);  // counts this thread while it polls
+//   round.Pause(Poll() != 0);
+#ifndef GEX_BASE_WAIT_POLICY_H_
+#define GEX_BASE_WAIT_POLICY_H_
+
+#include <atomic>
+
+#include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
+#include "base/spin_wait.h"
+
+namespace gexrt {
+
+class WaitPolicy {
+ public:
+  // Empty rounds a thread spins through before it yields, when the
+  // threads oversubscribe the CPUs. A round is a poll of every queue and
+  // a CpuRelax (0.1-0.3 us here), so about 2-10 us: long enough for a
+  // running peer's reply (one cache-line round trip), short beside a
+  // time slice (milliseconds) that a descheduled peer would otherwise be
+  // waited for.
+  static constexpr int kSpinRounds = 32;
+
+  WaitPolicy() = default;
+  WaitPolicy(const WaitPolicy&) = delete;
+  WaitPolicy& operator=(const WaitPolicy&) = delete;
+
+  // Before any thread waits. `ranks_on_host`: the job's processes on this
+  // host, assumed to share one CPU set; `cpus`: the CPUs this process may
+  // run on (OnlineCpuCount()); `count_threads`: several threads may wait at
+  // once (GASNET_PAR). Also sets always_yield when the ranks alone
+  // outnumber the CPUs.
+  void Configure(int ranks_on_host, int cpus, bool count_threads);
+
+  // GASNET_WAIT_BLOCK: yield at every round. Any time, from any thread.
+  void set_always_yield(bool yield) {
+    always_yield_.store(yield, std::memory_order_relaxed);
+  }
+  bool always_yield() const {
+    return always_yield_.load(std::memory_order_relaxed);
+  }
+  bool count_threads() const { return count_threads_; }
+
+  // Threads in a Round now (for tests and statistics).
+  int waiting() const { return waiting_.load(std::memory_order_relaxed); }
+  // Whether `waiting` threads of this process, in rounds at once, are more
+  // than the CPUs give each rank's share (false when threads are not
+  // counted).
+  bool Oversubscribed(int waiting) const {
+    return count_threads_ && waiting > threads_per_rank_;
+  }
+
+  // One round of a wait, from before its poll to after its pause: the
+  // thread counts as waiting meanwhile (when threads are counted).
+  class Round {
+   public:
+    explicit Round(WaitPolicy& policy)
+        : policy_(policy), counted_(policy.count_threads_) {
+      if (counted_) policy_.waiting_.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Round() {
+      if (counted_) policy_.waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    Round(const Round&) = delete;
+    Round& operator=(const Round&) = delete;
+
+    // After the round's poll: `progressed` when it delivered something.
+    // Yields after progress too when always yielding (a client's wait
+    // loop: whatever arrived, the thread it woke may need this CPU).
+    void Pause(bool progressed) {
+      if (ABSL_PREDICT_FALSE(policy_.always_yield())) {
+        Yield();
+      } else if (ABSL_PREDICT_FALSE(
+                     counted_ && policy_.Oversubscribed(policy_.waiting()))) {
+        SpinThenYield(progressed);
+      } else if (!progressed) {
+        CpuRelax();
+      }
+    }
+
+    // The same, but no pause at all after a round that progressed (a send
+    // waiting for room, which retries at once).
+    void PauseIfIdle(bool progressed) {
+      if (progressed && ABSL_PREDICT_TRUE(!counted_)) return;
+      if (ABSL_PREDICT_FALSE(policy_.always_yield())) {
+        if (!progressed) Yield();
+      } else if (ABSL_PREDICT_FALSE(
+                     counted_ && policy_.Oversubscribed(policy_.waiting()))) {
+        SpinThenYield(progressed);
+      } else if (!progressed) {
+        CpuRelax();
+      }
+    }
+
+   private:
+    static void Yield() { YieldCpu(); }
+    // Out of line: a thread-local count of empty rounds.
+    static void SpinThenYield(bool progressed);
+
+    WaitPolicy& policy_;
+    const bool counted_;
+  };
+
+ private:
+  bool count_threads_ = false;
+  // cpus / ranks_on_host, rounded down: how many waiting threads of this
+  // process the CPUs hold when every rank waits with as many.
+  int threads_per_rank_ = 1;
+  std::atomic<bool> always_yield_{false};
+  // Written by every waiting thread twice a round: a line of its own.
+  alignas(64) std::atomic<int> waiting_{0};
+};
+
+namespace wait_policy_internal {
+// Empty rounds the calling thread has spun since it last yielded or
+// progressed (tests).
+int IdleRounds();
+}  // namespace wait_policy_internal
+
+}  // namespace gexrt
+
+#endif  // GEX_BASE_WAIT_POLICY_H_
