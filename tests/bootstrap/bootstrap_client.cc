@@ -19,6 +19,9 @@
 //   lines K                every rank prints K long lines, each in pieces
 //   stdin                  rank 0 copies its stdin to stdout
 //   env NAME               prints "rank R NAME=value"
+//   raw-frame TYPE         rank 0 sends its launcher a frame holding only
+//                          the type byte TYPE (a protocol error for any
+//                          type), then every rank enters a barrier
 //   await FILE             every rank waits until FILE exists (at most
 //                          120 s), prints "rank R/N released", then
 //                          finishes: a job that stays up while a test
@@ -162,6 +165,9 @@ int main(int argc, char** argv) {
   const std::string mode = args[a];
   auto arg = [&](size_t i) { return std::atoi(args.at(a + i).c_str()); };
 
+  // The bootstrap takes the variable away once it owns the descriptor.
+  const char* fd_var = std::getenv("GEX_BOOTSTRAP_FD");
+  const int control_fd = fd_var != nullptr ? std::atoi(fd_var) : -1;
   std::unique_ptr<Bootstrap> b = gexrt::CreateBootstrap();
   const Rank me = b->rank();
   if (!pid_dir.empty()) {
@@ -248,6 +254,15 @@ int main(int argc, char** argv) {
       ssize_t k;
       while ((k = read(0, buf, sizeof buf)) > 0) (void)!write(1, buf, k);
     }
+  } else if (mode == "raw-frame") {
+    if (me == 0) {
+      // A 1-byte body: the length prefix (little-endian) and the type.
+      const char frame[5] = {1, 0, 0, 0, static_cast<char>(arg(1))};
+      Check(control_fd >= 0 && write(control_fd, frame, 5) == 5,
+            "writing a raw frame to GEX_BOOTSTRAP_FD");
+    }
+    b->Barrier();
+    return 0;
   } else if (mode == "await") {
     const std::string file = args.at(a + 1);
     // A bounded poll for the test's go-ahead, not a timing assumption.

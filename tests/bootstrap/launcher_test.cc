@@ -410,6 +410,21 @@ INSTANTIATE_TEST_SUITE_P(
                  "bad;host"}),
     [](const auto& info) { return info.param.name; });
 
+// A rank that breaks the control protocol ends the job, and the message
+// names what it sent: a known type by name, an unknown one by number.
+TEST(LauncherTest, ProtocolErrorNamesTheMessageType) {
+  JobResult r = Launch({"-n", "2", Client(), "raw-frame", "37"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("unexpected message of unknown type 37"))
+      << Describe(r);
+  EXPECT_THAT(r.err, Not(HasSubstr("message message"))) << Describe(r);
+  JobResult k = Launch({"-n", "2", Client(), "raw-frame", "8"});
+  EXPECT_EQ(k.exit_code, 1) << Describe(k);
+  EXPECT_THAT(k.err, HasSubstr("unexpected kill message")) << Describe(k);
+  EXPECT_THAT(r.survivors, IsEmpty());
+  EXPECT_THAT(k.survivors, IsEmpty());
+}
+
 // The ssh spawner on this one machine, with a remote shell that runs the
 // command locally in an empty environment (as a login would).
 class SshOneMachineTest : public ::testing::TestWithParam<std::string> {};
