@@ -13,12 +13,46 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "base/stderr_line.h"
 
 namespace gexrt::pshm::fd_backed {
 namespace {
 
 std::string JobFilePrefix(std::string_view job_prefix) {
   return absl::StrFormat("%s%s.", kFilePrefix, job_prefix);
+}
+
+// Why creating `path` failed with EEXIST: names are per job, so the object
+// is either another user's, made to block the job (the name was
+// predicted), or one of this user's left by a job with the same id. Looked
+// at through a read-only open that follows no link and creates nothing.
+std::string ExistingObjectError(OpenFn open_fn, const std::string& path) {
+  const uid_t me = geteuid();
+  const int fd =
+      open_fn(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    return absl::StrFormat(
+        "cannot create shared memory object %s: it already exists and "
+        "cannot be inspected (%s): it is probably another user's, made "
+        "before this job could create it",
+        path, strerror(err));
+  }
+  close(fd);
+  if (st.st_uid != me) {
+    return absl::StrFormat(
+        "cannot create shared memory object %s: it already exists and is "
+        "owned by another user (uid %u; this job runs as uid %u), who "
+        "created it before this job could: the job cannot use this name "
+        "and leaves the object alone",
+        path, st.st_uid, me);
+  }
+  return absl::StrFormat(
+      "cannot create shared memory object %s: it already exists (owned by "
+      "this user, uid %u: left by an earlier job with the same id?)",
+      path, me);
 }
 
 }  // namespace
@@ -28,6 +62,9 @@ absl::Status Create(OpenFn open_fn, UnlinkFn unlink_fn, const std::string& path,
   const int fd = open_fn(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int err = errno;
+    if (err == EEXIST) {
+      return absl::AlreadyExistsError(ExistingObjectError(open_fn, path));
+    }
     return ErrnoToStatus(
         err, absl::StrFormat("cannot create shared memory object %s", path));
   }
@@ -117,7 +154,22 @@ std::vector<std::string> List(const std::string& dir,
 
 int RemoveAll(const std::string& dir, std::string_view job_prefix) {
   int removed = 0;
+  const uid_t me = geteuid();
   for (const std::string& path : List(dir, job_prefix)) {
+    // Only what this job's user made: a launcher running as root must not
+    // remove another user's file that merely carries the job's name (one
+    // made to block the job, say). In a sticky directory (/dev/shm, /tmp)
+    // no one else can swap the file for another between the lstat and the
+    // unlink.
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;  // Already gone.
+    if (st.st_uid != me) {
+      WriteStderrLine(absl::StrFormat(
+          "%s: not removing %s: it carries this job's name but is owned by "
+          "uid %u, not by this job's user (uid %u)",
+          program_invocation_short_name, path, st.st_uid, me));
+      continue;
+    }
     if (unlink(path.c_str()) == 0) ++removed;
   }
   return removed;

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "base/stderr_line.h"
 #include "pshm/mechanism_impl.h"
 
 namespace gexrt::pshm::mechanism {
@@ -134,11 +135,23 @@ std::vector<std::string> List(std::string_view,
 
 int RemoveAll(std::string_view, absl::Span<const pid_t> rank_pids) {
   int removed = 0;
+  const uid_t me = geteuid();
   for (const SegmentEntry& e : ReadSegments()) {
-    if (CreatedByJob(e, rank_pids) && e.attached == 0 &&
-        shmctl(static_cast<int>(e.id), IPC_RMID, nullptr) == 0) {
-      ++removed;
+    if (!CreatedByJob(e, rank_pids) || e.attached != 0) continue;
+    // A pid says who created a segment only while that pid is not reused:
+    // the owner must also be this job's user, or a launcher running as
+    // root could remove another user's segment.
+    struct shmid_ds ds;
+    if (shmctl(static_cast<int>(e.id), IPC_STAT, &ds) != 0) continue;
+    if (ds.shm_perm.uid != me || ds.shm_perm.cuid != me) {
+      WriteStderrLine(absl::StrFormat(
+          "%s: not removing SysV shmid %d: its creator's pid %d was one of "
+          "this job's, but it is owned by uid %u, not by this job's user "
+          "(uid %u)",
+          program_invocation_short_name, e.id, e.creator, ds.shm_perm.uid, me));
+      continue;
     }
+    if (shmctl(static_cast<int>(e.id), IPC_RMID, nullptr) == 0) ++removed;
   }
   return removed;
 }
