@@ -18,6 +18,8 @@
  *   145 Short Reply, 0 args: replies (reply-from-reply)
  *   146 Short Request, 0 args: replies with a Short to 145
  *   147 Short Request, 0 args: makes a Request (request-in-handler)
+ *   148 Short Request, 0 args: replies to the internal index 8
+ *   149 Short Request, 0 args: replies to the internal index 4, 8 junk args
  *
  * Modes (the mistake is made by rank 0, towards rank 1 or itself):
  *   unregistered       gex_AM_RequestShort to index 200 (never registered)
@@ -32,6 +34,39 @@
  *   double-reply       a Request handler (144) calls gex_AM_ReplyShort
  *                      twice (rank 1 is the one that errs)
  *   request-in-handler a Request handler (147) calls gex_AM_RequestShort
+ *   tm-null-short, tm-null-medium, tm-null-long, tm-null-prepare-medium,
+ *   tm-null-query-bound-segment
+ *                      gex_AM_RequestShort/Medium/Long,
+ *                      gex_AM_PrepareRequestMedium, gex_EP_QueryBoundSegmentNB
+ *                      with tm NULL
+ *   tm-garbage-short, tm-garbage-medium, tm-garbage-long,
+ *   tm-garbage-prepare-long
+ *                      the same with tm pointing at something that is not a
+ *                      team (a buffer of this program's)
+ *   internal-request-8 gex_AM_RequestShort0 to index 8 (an internal handler)
+ *   internal-request-4 gex_AM_RequestShort8 to index 4 with junk arguments
+ *   internal-reply-8   a Request handler (148) replies to index 8 (rank 1
+ *                      errs)
+ *   internal-reply-4   a Request handler (149) replies to index 4 with 8
+ *                      junk arguments (rank 1 errs)
+ *   internal-medium-4  gex_AM_RequestMedium0 to index 4
+ *   internal-long-4    gex_AM_RequestLong0 to index 4
+ *   internal-commit-8  gex_AM_CommitRequestMedium0 to index 8 after a good
+ *                      gex_AM_PrepareRequestMedium
+ *   null-src-medium    gex_AM_RequestMedium0 with src NULL and nbytes 8
+ *   null-src-long      gex_AM_RequestLong0 with src NULL and nbytes 8
+ *   null-src-put       gex_RMA_PutBlocking with src NULL and nbytes 8
+ *   null-src-put-nbi   gex_RMA_PutNBI, the same
+ *   null-dst-get       gex_RMA_GetBlocking with dest NULL and nbytes 8
+ *   null-dst-get-nb    gex_RMA_GetNB, the same
+ *   Debug build only (GEX_DEBUG; the default build lets them through):
+ *   overlap-get        gex_RMA_GetBlocking of 64 bytes within this rank's
+ *                      own segment, the destination 8 bytes past the source
+ *   overlap-put        gex_RMA_PutBlocking, the same
+ *   overlap-long       gex_AM_RequestLong0 to this rank, the payload's
+ *                      source overlapping its destination in the segment
+ *   wild-src-put       gex_RMA_PutBlocking from address 0x10 (not NULL,
+ *                      not mapped)
  *   nargs17            not fatal: gex_EP_RegisterHandlers with an entry of
  *                      gex_nargs 17 returns GASNET_ERR_BAD_ARG and registers
  *                      nothing (the good entry beside it stays free and can
@@ -82,6 +117,14 @@ static void RequestInHandler(gex_Token_t t) {
   (void)t;
   gex_AM_RequestShort2(g_tm, 0, 140, 0, 7, 8);
   Say("survived request-in-handler (the request returned)");
+}
+static void ReplyInternal8(gex_Token_t t) {
+  gex_AM_ReplyShort0(t, 8, 0);
+  Say("survived internal-reply-8 (the reply returned)");
+}
+static void ReplyInternal4(gex_Token_t t) {
+  gex_AM_ReplyShort8(t, 4, 0, 1, 2, 3, 4, 5, 6, 7, 8);
+  Say("survived internal-reply-4 (the reply returned)");
 }
 static void Nargs17Handler(gex_Token_t t) {
   (void)t;
@@ -153,9 +196,17 @@ int main(int argc, char **argv) {
        "ask reply"},
       {147, RequestInHandler, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, NULL,
        "request in handler"},
+      {148, ReplyInternal8, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, NULL,
+       "reply to internal 8"},
+      {149, ReplyInternal4, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, NULL,
+       "reply to internal 4"},
   };
   static uint8_t payload[1 << 17];
+  /* Not a team: what a stale or mistyped handle would point at. */
+  const gex_TM_t garbage_tm = (gex_TM_t)(void *)payload;
   gex_Rank_t peer;
+  gex_AM_SrcDesc_t sd;
+  uint8_t *my_seg;
   void *peer_base = NULL;
   uintptr_t peer_size = 0;
   int rc =
@@ -175,10 +226,74 @@ int main(int argc, char **argv) {
   CHECK(gex_EP_QueryBoundSegmentNB(g_tm, peer, &peer_base, NULL, &peer_size,
                                    0) == GEX_EVENT_INVALID,
         "QueryBoundSegmentNB");
+  my_seg = (uint8_t *)gex_Segment_QueryAddr(seg);
   gex_Coll_BarrierBlocking(g_tm, 0);
 
   if (g_me == 0) {
-    if (strcmp(mode, "unregistered") == 0) {
+    if (strcmp(mode, "tm-null-short") == 0) {
+      gex_AM_RequestShort2(NULL, peer, 140, 0, 1, 2);
+    } else if (strcmp(mode, "tm-null-medium") == 0) {
+      gex_AM_RequestMedium0(NULL, peer, 142, payload, 8, GEX_EVENT_NOW, 0);
+    } else if (strcmp(mode, "tm-null-long") == 0) {
+      gex_AM_RequestLong0(NULL, peer, 143, payload, 8, peer_base, GEX_EVENT_NOW,
+                          0);
+    } else if (strcmp(mode, "tm-null-prepare-medium") == 0) {
+      gex_AM_PrepareRequestMedium(NULL, peer, NULL, 0, 8, NULL, 0, 0);
+    } else if (strcmp(mode, "tm-null-query-bound-segment") == 0) {
+      gex_EP_QueryBoundSegmentNB(NULL, peer, &peer_base, NULL, &peer_size, 0);
+    } else if (strcmp(mode, "tm-garbage-short") == 0) {
+      gex_AM_RequestShort2(garbage_tm, peer, 140, 0, 1, 2);
+    } else if (strcmp(mode, "tm-garbage-medium") == 0) {
+      gex_AM_RequestMedium0(garbage_tm, peer, 142, payload, 8, GEX_EVENT_NOW,
+                            0);
+    } else if (strcmp(mode, "tm-garbage-long") == 0) {
+      gex_AM_RequestLong0(garbage_tm, peer, 143, payload, 8, peer_base,
+                          GEX_EVENT_NOW, 0);
+    } else if (strcmp(mode, "tm-garbage-prepare-long") == 0) {
+      gex_AM_PrepareRequestLong(garbage_tm, peer, NULL, 0, 8, peer_base, NULL,
+                                0, 0);
+    } else if (strcmp(mode, "internal-request-8") == 0) {
+      gex_AM_RequestShort0(g_tm, peer, 8, 0);
+    } else if (strcmp(mode, "internal-request-4") == 0) {
+      gex_AM_RequestShort8(g_tm, peer, 4, 0, 1, 2, 3, 4, 5, 6, 7, 8);
+    } else if (strcmp(mode, "internal-reply-8") == 0) {
+      gex_AM_RequestShort0(g_tm, peer, 148, 0);
+    } else if (strcmp(mode, "internal-reply-4") == 0) {
+      gex_AM_RequestShort0(g_tm, peer, 149, 0);
+    } else if (strcmp(mode, "internal-medium-4") == 0) {
+      gex_AM_RequestMedium0(g_tm, peer, 4, payload, 8, GEX_EVENT_NOW, 0);
+    } else if (strcmp(mode, "internal-long-4") == 0) {
+      gex_AM_RequestLong0(g_tm, peer, 4, payload, 8, peer_base, GEX_EVENT_NOW,
+                          0);
+    } else if (strcmp(mode, "internal-commit-8") == 0) {
+      sd = gex_AM_PrepareRequestMedium(g_tm, peer, NULL, 0, 8, NULL, 0, 0);
+      CHECK(sd != GEX_AM_SRCDESC_NO_OP, "gex_AM_PrepareRequestMedium");
+      gex_AM_CommitRequestMedium0(sd, 8, 0);
+    } else if (strcmp(mode, "null-src-medium") == 0) {
+      gex_AM_RequestMedium0(g_tm, peer, 142, NULL, 8, GEX_EVENT_NOW, 0);
+    } else if (strcmp(mode, "null-src-long") == 0) {
+      gex_AM_RequestLong0(g_tm, peer, 143, NULL, 8, peer_base, GEX_EVENT_NOW,
+                          0);
+    } else if (strcmp(mode, "null-src-put") == 0) {
+      gex_RMA_PutBlocking(g_tm, peer, peer_base, NULL, 8, 0);
+    } else if (strcmp(mode, "null-src-put-nbi") == 0) {
+      gex_RMA_PutNBI(g_tm, peer, peer_base, NULL, 8, GEX_EVENT_NOW, 0);
+      gex_NBI_Wait(GEX_EC_ALL, 0);
+    } else if (strcmp(mode, "null-dst-get") == 0) {
+      gex_RMA_GetBlocking(g_tm, NULL, peer, peer_base, 8, 0);
+    } else if (strcmp(mode, "null-dst-get-nb") == 0) {
+      gex_Event_Wait(gex_RMA_GetNB(g_tm, NULL, peer, peer_base, 8, 0));
+    } else if (strcmp(mode, "overlap-get") == 0) {
+      gex_RMA_GetBlocking(g_tm, my_seg + 8, g_me, my_seg, 64, 0);
+    } else if (strcmp(mode, "overlap-put") == 0) {
+      gex_RMA_PutBlocking(g_tm, g_me, my_seg + 8, my_seg, 64, 0);
+    } else if (strcmp(mode, "overlap-long") == 0) {
+      gex_AM_RequestLong0(g_tm, g_me, 143, my_seg, 64, my_seg + 8,
+                          GEX_EVENT_NOW, 0);
+    } else if (strcmp(mode, "wild-src-put") == 0) {
+      gex_RMA_PutBlocking(g_tm, peer, peer_base, (const void *)(uintptr_t)0x10,
+                          8, 0);
+    } else if (strcmp(mode, "unregistered") == 0) {
       gex_AM_RequestShort0(g_tm, peer, 200, 0);
     } else if (strcmp(mode, "nargs-mismatch") == 0) {
       gex_AM_RequestShort1(g_tm, peer, 140, 0, 1);
