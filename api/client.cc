@@ -21,6 +21,7 @@
 #include "api/runtime.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "bootstrap/current_call.h"
 #include "core/exit.h"
 #include "core/runtime.h"
 #include "exit/graceful_exit.h"
@@ -62,6 +63,7 @@ int ClientInit(InitOptions options, gex_Client_t* client_p, gex_EP_t* ep_p,
                gex_TM_t* tm_p, const char* client_name, int* argc, char*** argv,
                gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_Client_Init";
+  const ScopedCurrentCall current(kCall);
   if (g_runtime != nullptr) {
     return ReportError(kCall, GASNET_ERR_RESOURCE,
                        "this process already has a client (one per process)");
@@ -106,6 +108,7 @@ int ClientInit(InitOptions options, gex_Client_t* client_p, gex_EP_t* ep_p,
 
 }  // namespace gexrt::api
 
+using gexrt::ScopedCurrentCall;
 using gexrt::api::g_runtime;
 using gexrt::api::ReportError;
 using gexrt::api::Runtime;
@@ -130,6 +133,7 @@ void gex_Client_SetCData(gex_Client_t client, const void* cdata) {
 int gex_Segment_Attach(gex_Segment_t* segment_p, gex_TM_t tm,
                        uintptr_t length) {
   static constexpr char kCall[] = "gex_Segment_Attach";
+  const ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
   if (segment_p == nullptr || tm != &rt.tm) {
     return ReportError(kCall, GASNET_ERR_BAD_ARG,
@@ -322,6 +326,7 @@ int gex_Event_Test(gex_Event_t event) {
 }
 
 void gex_Event_Wait(gex_Event_t event) {
+  const ScopedCurrentCall current("gex_Event_Wait");
   Runtime& rt = RuntimeFor("gex_Event_Wait");
   if (event != GEX_EVENT_INVALID && event != GEX_EVENT_NO_OP &&
       gexrt::am::HandlerContext::InHandler()) {
@@ -371,6 +376,7 @@ int gex_Event_TestAll(gex_Event_t* events, size_t n, gex_Flags_t) {
 
 void gex_Event_WaitSome(gex_Event_t* events, size_t n, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Event_WaitSome";
+  const ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
   while (TestSome(kCall, events, n) != GASNET_OK) {
     gexrt::api::WaitProgress(rt);
@@ -379,6 +385,7 @@ void gex_Event_WaitSome(gex_Event_t* events, size_t n, gex_Flags_t) {
 
 void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Event_WaitAll";
+  const ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
   while (TestAll(kCall, events, n) != GASNET_OK) {
     gexrt::api::WaitProgress(rt);
@@ -401,6 +408,7 @@ gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
 
 void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_Coll_BarrierBlocking";
+  const ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
   if (tm != &rt.tm)
     gexrt::FatalErrorF("%s: tm is not this client's team", kCall);
@@ -488,6 +496,8 @@ const char* gasnet_ErrorDesc(int errval) {
 void gasnet_exit(int exitcode) {
   // The whole job ends with `exitcode` (exit/graceful_exit.h): collective
   // when every rank calls it, else the others are asked to follow.
+  // (Never returns: the name stays for the launcher's questions.)
+  const gexrt::ScopedCurrentCall current("gasnet_exit");
   gexrt::exit::ExitJob(exitcode);
 }
 

@@ -11,6 +11,7 @@
 #include "api/client_init.h"
 #include "api/runtime.h"
 #include "base/fatal.h"
+#include "bootstrap/current_call.h"
 #include "gasnet.h"
 
 namespace gexrt::api {
@@ -52,6 +53,7 @@ int FinishBarrier(Runtime& rt, int id, int flags, const Barrier::Value& v) {
 }  // namespace
 
 int LegacyInit(InitOptions options, int* argc, char*** argv) {
+  const ScopedCurrentCall current("gasnet_init");
   if (g_runtime != nullptr) {
     return ReportError("gasnet_init", GASNET_ERR_RESOURCE,
                        "already initialised");
@@ -71,6 +73,7 @@ extern "C" {
 int gasnet_attach(gasnet_handlerentry_t* table, int numentries,
                   uintptr_t segsize, uintptr_t minheapoffset) {
   static constexpr char kCall[] = "gasnet_attach";
+  const gexrt::ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
   (void)minheapoffset;
   if (numentries < 0 || (table == nullptr && numentries > 0)) {
@@ -173,6 +176,7 @@ void gasnet_barrier_notify(int id, int flags) {
 
 int gasnet_barrier_wait(int id, int flags) {
   static constexpr char kCall[] = "gasnet_barrier_wait";
+  const gexrt::ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
   if (gexrt::am::HandlerContext::InHandler()) {
     gexrt::FatalErrorF("%s: called from an AM handler", kCall);

@@ -73,6 +73,12 @@ class Bootstrap {
   // alone). May be called from a signal handler.
   virtual bool RequestJobExit(int code) { return false; }
 
+  // The launcher asked which GASNet call this rank is in (a bootstrap
+  // collective timed out without it): answers with CurrentCall()
+  // (bootstrap/current_call.h). Called from a signal handler, so it must
+  // not allocate. Optional; by default a no-op.
+  virtual void ReportCurrentCall() {}
+
   // This process is leaving the job on purpose (its exit is not a crash):
   // tells the launcher, then closes the control channel. Not collective.
   // No collective may be called afterwards.

@@ -27,10 +27,15 @@ struct ExitSignalValue {
   Rank initiator = 0;      // The rank whose exit, or death, ends the job.
   int code = 0;            // The job's exit code (0-255).
   bool peer_lost = false;  // A rank died: nobody waits for it.
+  // Not an exit at all: a bootstrap collective timed out without this
+  // rank, and the launcher asks which call it is in
+  // (Bootstrap::ReportCurrentCall). The other fields are unused.
+  bool call_query = false;
 };
 
 // The value's 64 bits: a tag in the top 16 bits, the initiator in the
-// next 32, the flags, and the code in the low byte.
+// next 32, the flags (bit 8 peer_lost, bit 9 call_query), and the code in
+// the low byte.
 uint64_t EncodeExitSignal(const ExitSignalValue& v);
 // Empty when `bits` was not made by EncodeExitSignal (another sender).
 std::optional<ExitSignalValue> DecodeExitSignal(uint64_t bits);

@@ -25,6 +25,18 @@ TEST(ExitSignal, RoundTrips) {
   }
 }
 
+TEST(ExitSignal, CallQueryRoundTrips) {
+  ExitSignalValue query;
+  query.call_query = true;
+  const auto got = DecodeExitSignal(EncodeExitSignal(query));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(got->call_query);
+  EXPECT_FALSE(got->peer_lost);
+  const auto exit = DecodeExitSignal(EncodeExitSignal({2, 1, false}));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_FALSE(exit->call_query);
+}
+
 TEST(ExitSignal, CodeKeepsItsLowByte) {
   const auto got = DecodeExitSignal(EncodeExitSignal({1, 256 + 9, false}));
   ASSERT_TRUE(got.has_value());

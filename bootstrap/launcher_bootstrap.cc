@@ -1,5 +1,6 @@
 #include "bootstrap/launcher_bootstrap.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,10 +10,12 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/fatal.h"
 #include "base/job_rank.h"
 #include "bootstrap/bootstrap_timeout.h"
+#include "bootstrap/current_call.h"
 #include "bootstrap/wire.h"
 
 namespace gexrt {
@@ -116,7 +119,8 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
   up.op = op;
   up.len = len;
   up.root = root;
-  up.entries.push_back({rank_, std::move(data)});
+  const char* call = CurrentCall();
+  up.entries.push_back({rank_, std::move(data), call != nullptr ? call : ""});
   if (absl::Status s = wire::WriteFrame(fd_, wire::Encode(up)); !s.ok()) {
     FatalErrorF("bootstrap %s #%d: cannot reach the launcher: %s", name, seq,
                 s.message());
@@ -137,7 +141,8 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
     case wire::MessageType::kCollectiveFailed: {
       absl::StatusOr<wire::CollectiveFailed> f =
           wire::Decode<wire::CollectiveFailed>(*body);
-      FatalErrorF("bootstrap %s #%d failed: %s", name, seq,
+      FatalErrorF("%sbootstrap %s #%d failed: %s",
+                  call != nullptr ? absl::StrCat(call, ": ") : "", name, seq,
                   f.ok() ? f->reason : std::string(f.status().message()));
     }
     case wire::MessageType::kCollectiveDown: {
@@ -237,6 +242,25 @@ void LauncherBootstrap::Abort(int exit_code, std::string_view reason) {
 void LauncherBootstrap::ExitReady() {
   if (fd_ < 0) return;
   (void)wire::WriteFrame(fd_, wire::Encode(wire::ExitReady{rank_}));
+}
+
+void LauncherBootstrap::ReportCurrentCall() {
+  const int fd = fd_;
+  if (fd < 0) return;
+  const char* call = CurrentCall();
+  char frame[256];
+  const size_t n = wire::EncodeCallReportInto(frame, sizeof frame, rank_,
+                                              call != nullptr ? call : "");
+  // One write of a small frame: a socketpair takes it whole. Another
+  // thread writing at this moment would be in a collective, and a rank in
+  // a collective is not asked.
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = write(fd, frame + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    done += static_cast<size_t>(w);
+  }
 }
 
 bool LauncherBootstrap::RequestJobExit(int code) {

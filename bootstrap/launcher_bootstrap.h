@@ -50,6 +50,7 @@ class LauncherBootstrap final : public Bootstrap {
   [[noreturn]] void Abort(int exit_code, std::string_view reason) override;
   void ExitReady() override;
   bool RequestJobExit(int code) override;
+  void ReportCurrentCall() override;
   void Fini() override;
 
   // Tells the launcher this rank hit a fatal error (the fatal-error hook

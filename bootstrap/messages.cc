@@ -20,7 +20,9 @@ struct FieldWriter {
   void operator()(const std::string& v) { b.PutBytes(v); }
   void operator()(const std::vector<CollectiveEntry>& es) {
     b.PutU32(static_cast<uint32_t>(es.size()));
-    for (const CollectiveEntry& e : es) b.PutU32(e.rank).PutBytes(e.data);
+    for (const CollectiveEntry& e : es) {
+      b.PutU32(e.rank).PutBytes(e.data).PutBytes(e.call);
+    }
   }
 };
 
@@ -43,6 +45,7 @@ struct FieldReader {
       CollectiveEntry e;
       e.rank = r.GetU32();
       e.data = std::string(r.GetBytes());
+      e.call = std::string(r.GetBytes());
       if (r.ok()) es.push_back(std::move(e));
     }
   }
@@ -80,6 +83,14 @@ void Fields(ExitRequest& m, F&& f) {
 template <typename F>
 void Fields(ExitJob& m, F&& f) {
   f(m.initiator), f(m.exit_code), f(m.peer_lost);
+}
+template <typename F>
+void Fields(CallQuery& m, F&& f) {
+  f(m.seq);
+}
+template <typename F>
+void Fields(CallReport& m, F&& f) {
+  f(m.rank), f(m.call);
 }
 template <typename F>
 void Fields(Abort& m, F&& f) {
@@ -161,6 +172,8 @@ GEX_WIRE_MESSAGE(Fini)
 GEX_WIRE_MESSAGE(ExitReady)
 GEX_WIRE_MESSAGE(ExitRequest)
 GEX_WIRE_MESSAGE(ExitJob)
+GEX_WIRE_MESSAGE(CallQuery)
+GEX_WIRE_MESSAGE(CallReport)
 GEX_WIRE_MESSAGE(Abort)
 GEX_WIRE_MESSAGE(RankExited)
 GEX_WIRE_MESSAGE(Kill)

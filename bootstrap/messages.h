@@ -36,6 +36,10 @@ struct Hello {
 struct CollectiveEntry {
   uint32_t rank = 0;
   std::string data;
+  // In a contribution: the GASNet call the rank made it from
+  // (bootstrap/current_call.h), "" when none was annotated. Empty in
+  // results.
+  std::string call;
 };
 
 // One or more ranks' contributions to collective number `seq` (every rank
@@ -87,6 +91,18 @@ struct ExitJob {
   bool peer_lost = false;
 };
 
+// Collective `seq` timed out: which call are the ranks that did not join
+// it in? (Down to agents; a launcher asks its own ranks with a signal.)
+struct CallQuery {
+  uint32_t seq = 0;
+};
+
+// A rank's answer: the call it is in, "" when none.
+struct CallReport {
+  uint32_t rank = 0;
+  std::string call;
+};
+
 struct Abort {
   uint32_t rank = 0;
   int32_t exit_code = 1;
@@ -132,6 +148,11 @@ inline constexpr MessageType kMessageType<ExitRequest> =
     MessageType::kExitRequest;
 template <>
 inline constexpr MessageType kMessageType<ExitJob> = MessageType::kExitJob;
+template <>
+inline constexpr MessageType kMessageType<CallQuery> = MessageType::kCallQuery;
+template <>
+inline constexpr MessageType kMessageType<CallReport> =
+    MessageType::kCallReport;
 template <>
 inline constexpr MessageType kMessageType<Abort> = MessageType::kAbort;
 template <>

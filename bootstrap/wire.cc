@@ -60,6 +60,25 @@ absl::Status ReadExactly(int fd, char* out, size_t n, absl::Time deadline) {
 
 }  // namespace
 
+size_t EncodeCallReportInto(char* buf, size_t capacity, uint32_t rank,
+                            std::string_view call) {
+  // Length prefix, type, rank, then the name as bytes (length + bytes).
+  constexpr size_t kFixed = 4 + 1 + 4 + 4;
+  if (capacity < kFixed) return 0;
+  if (call.size() > capacity - kFixed) call = call.substr(0, capacity - kFixed);
+  auto put32 = [](char* at, uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      at[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  const auto body = static_cast<uint32_t>(kFixed - 4 + call.size());
+  put32(buf, body);
+  buf[4] = static_cast<char>(MessageType::kCallReport);
+  put32(buf + 5, rank);
+  put32(buf + 9, static_cast<uint32_t>(call.size()));
+  for (size_t i = 0; i < call.size(); ++i) buf[kFixed + i] = call[i];
+  return kFixed + call.size();
+}
+
 int PollTimeoutMs(absl::Time deadline, absl::Time now) {
   if (deadline == absl::InfiniteFuture()) return -1;
   const int64_t ms = absl::ToInt64Milliseconds(
@@ -95,6 +114,10 @@ std::string_view MessageTypeName(MessageType type) {
       return "exit request";
     case MessageType::kExitJob:
       return "exit job";
+    case MessageType::kCallQuery:
+      return "call query";
+    case MessageType::kCallReport:
+      return "call report";
   }
   return "unknown message";
 }

@@ -61,6 +61,11 @@ enum class MessageType : uint8_t {
   // root -> agents (relayed down): ask every exit-ready rank to exit with
   // this code (a non-collective exit, or a rank that died).
   kExitJob = 13,
+  // parent -> agent (relayed down): collective `seq` timed out; ask the
+  // ranks below you that did not join it which call they are in.
+  kCallQuery = 14,
+  // rank -> launcher (relayed up): the call this rank is in (the answer).
+  kCallReport = 15,
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -128,6 +133,13 @@ class FrameAssembler {
   std::string buffer_;
   size_t consumed_ = 0;
 };
+
+// Writes a CallReport frame {rank, call} into `buf` without allocating
+// (async-signal-safe: a rank answers the launcher's query from a signal
+// handler); the same bytes as Encode(CallReport{rank, call}). A call name
+// longer than fits is cut. Returns the frame's size.
+size_t EncodeCallReportInto(char* buf, size_t capacity, uint32_t rank,
+                            std::string_view call);
 
 // Milliseconds from `now` until `deadline` as poll(2) takes them: -1 for
 // an infinite deadline, else rounded up and clamped to [0, 2^30].

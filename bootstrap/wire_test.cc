@@ -216,6 +216,43 @@ TEST(MessagesRoundTrip, CollectiveUpEveryOp) {
   }
 }
 
+TEST(MessagesRoundTrip, CollectiveEntriesCarryTheirCall) {
+  CollectiveUp m;
+  m.op = CollectiveOp::kBarrier;
+  m.entries = {{1, "", "gex_Segment_Attach"}, {2, "x", ""}};
+  const CollectiveUp got = RoundTrip(m, Decode<CollectiveUp>);
+  ASSERT_EQ(got.entries.size(), 2u);
+  EXPECT_EQ(got.entries[0].call, "gex_Segment_Attach");
+  EXPECT_EQ(got.entries[1].call, "");
+  EXPECT_EQ(got.entries[1].data, "x");
+}
+
+TEST(MessagesRoundTrip, CallQueryAndReport) {
+  EXPECT_EQ(RoundTrip(CallQuery{0xabcd}, Decode<CallQuery>).seq, 0xabcdu);
+  const CallReport got =
+      RoundTrip(CallReport{9, "gasnet_barrier_wait"}, Decode<CallReport>);
+  EXPECT_EQ(got.rank, 9u);
+  EXPECT_EQ(got.call, "gasnet_barrier_wait");
+}
+
+TEST(CallReportInto, MatchesEncode) {
+  char buf[128];
+  for (const std::string call : {"", "gex_Client_Init", "gasnet_barrier"}) {
+    const size_t n = EncodeCallReportInto(buf, sizeof buf, 12345, call);
+    EXPECT_EQ(std::string(buf, n), Encode(CallReport{12345, call})) << call;
+  }
+}
+
+TEST(CallReportInto, CutsANameThatDoesNotFit) {
+  char buf[20];
+  const size_t n = EncodeCallReportInto(buf, sizeof buf, 1, "a_very_long_name");
+  EXPECT_EQ(n, sizeof buf);
+  auto got = Decode<CallReport>(std::string_view(buf + 4, n - 4));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->call, "a_very_");
+  EXPECT_EQ(EncodeCallReportInto(buf, 12, 1, "x"), 0u);
+}
+
 TEST(MessagesRoundTrip, CollectiveUpZeroManyAndLargeEntries) {
   CollectiveUp m;
   m.op = CollectiveOp::kAllgather;
@@ -426,6 +463,11 @@ std::vector<DecodeCase> AllDecodeCases() {
        StatusOf(Decode<ExitRequest>)},
       {"ExitJob", MessageType::kExitJob, B(Encode(ExitJob{5, 2, true})),
        StatusOf(Decode<ExitJob>)},
+      {"CallQuery", MessageType::kCallQuery, B(Encode(CallQuery{5})),
+       StatusOf(Decode<CallQuery>)},
+      {"CallReport", MessageType::kCallReport,
+       B(Encode(CallReport{5, "gex_Segment_Attach"})),
+       StatusOf(Decode<CallReport>)},
   };
 }
 

@@ -102,6 +102,11 @@ Protocol* InstalledProtocol() {
   return s != nullptr ? s->env.protocol : nullptr;
 }
 
+Bootstrap* InstalledBootstrap() {
+  State* s = g_state.load();
+  return s != nullptr ? s->env.bootstrap : nullptr;
+}
+
 bool ExitInProgress() {
   State* s = g_state.load();
   return s != nullptr && s->first_code.load() != kNoCode;

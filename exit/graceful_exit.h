@@ -77,6 +77,8 @@ int ExitBody();
 bool ExitInProgress();
 // The code ExitHead recorded, or `fallback` when none.
 int SavedExitCode(int fallback);
+// The bootstrap Install was given, or null (before Install).
+Bootstrap* InstalledBootstrap();
 // The protocol, after Install (else null).
 Protocol* InstalledProtocol();
 

@@ -78,6 +78,10 @@ void OnNudge(int, siginfo_t* info, void*) {
   if (info != nullptr && info->si_code == SI_QUEUE) {
     const std::optional<ExitSignalValue> v =
         DecodeExitSignal(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr));
+    if (v.has_value() && v->call_query) {
+      if (Bootstrap* b = InstalledBootstrap()) b->ReportCurrentCall();
+      return;
+    }
     if (v.has_value()) {
       p->LauncherRequest(v->initiator, v->code, v->peer_lost);
       return;

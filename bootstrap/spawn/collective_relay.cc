@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace gexrt::spawn {
@@ -33,13 +34,19 @@ std::string DescribeCall(wire::CollectiveOp op, uint64_t len, Rank root) {
   }
 }
 
+// " (from gex_Segment_Attach)", or "" when the call is unknown.
+std::string FromCall(const std::string& call) {
+  return call.empty() ? "" : absl::StrCat(" (from ", call, ")");
+}
+
 }  // namespace
 
 CollectiveRelay::CollectiveRelay(Options options, Outlet outlet)
     : options_(std::move(options)),
       outlet_(std::move(outlet)),
       owner_(options_.job_size, -1),
-      gone_(options_.job_size) {
+      gone_(options_.job_size),
+      reported_(options_.job_size) {
   for (size_t c = 0; c < options_.children.size(); ++c) {
     for (Rank r : options_.children[c]) {
       owner_[r] = static_cast<int>(c);
@@ -54,10 +61,11 @@ absl::Status CollectiveRelay::CheckShape(const Pending& p,
   if (up.op != p.op || up.len != p.len ||
       (p.op == wire::CollectiveOp::kBroadcast && up.root != p.root)) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "ranks disagree about bootstrap collective #%d: rank %d called %s, "
-        "rank %d called %s",
-        up.seq, p.first_rank, DescribeCall(p.op, p.len, p.root), e.rank,
-        DescribeCall(up.op, up.len, up.root)));
+        "ranks disagree about bootstrap collective #%d: rank %d called %s%s, "
+        "rank %d called %s%s",
+        up.seq, p.first_rank, DescribeCall(p.op, p.len, p.root),
+        FromCall(p.call[p.first_rank]), e.rank,
+        DescribeCall(up.op, up.len, up.root), FromCall(e.call)));
   }
   // The result travels as one frame: a size whose result could not, or
   // whose arithmetic would overflow, is refused before any is computed.
@@ -132,7 +140,9 @@ absl::Status CollectiveRelay::OnUp(size_t child, wire::CollectiveUp up,
     p.first_rank = up.entries[0].rank;
     p.deadline = now + options_.timeout;
     p.data.resize(options_.job_size);
+    p.call.resize(options_.job_size);
     p.have.assign(options_.job_size, false);
+    p.call[p.first_rank] = up.entries[0].call;
   }
   for (wire::CollectiveEntry& e : up.entries) {
     if (p.have[e.rank]) {
@@ -146,6 +156,7 @@ absl::Status CollectiveRelay::OnUp(size_t child, wire::CollectiveUp up,
     }
     p.have[e.rank] = true;
     p.data[e.rank] = std::move(e.data);
+    p.call[e.rank] = std::move(e.call);
     ++p.count;
   }
   if (gone_count_ > 0) {
@@ -172,7 +183,9 @@ void CollectiveRelay::Complete(uint32_t seq, Pending& p) {
     merged.len = p.len;
     merged.root = p.root;
     for (Rank r = 0; r < options_.job_size; ++r) {
-      if (p.have[r]) merged.entries.push_back({r, std::move(p.data[r])});
+      if (p.have[r]) {
+        merged.entries.push_back({r, std::move(p.data[r]), p.call[r]});
+      }
     }
     pending_.erase(seq);
     outlet_.to_parent(wire::Encode(merged));
@@ -278,31 +291,117 @@ void CollectiveRelay::OnRankGone(Rank rank, const std::string& why) {
   for (const auto& [seq, reason] : doomed) Fail(seq, reason);
 }
 
-std::string CollectiveRelay::Missing(const Pending& p) const {
+std::vector<Rank> CollectiveRelay::MissingRanks(const Pending& p) const {
   std::vector<Rank> missing;
   for (Rank r = 0; r < options_.job_size; ++r) {
     if (owner_[r] >= 0 && !p.have[r]) missing.push_back(r);
   }
-  return RankRanges(missing);
+  return missing;
+}
+
+void CollectiveRelay::AskCalls(uint32_t seq, const std::vector<Rank>& ranks) {
+  std::vector<bool> asked(options_.children.size(), false);
+  for (Rank r : ranks) {
+    const int c = owner_[r];
+    if (c < 0 || asked[c]) continue;
+    asked[c] = true;
+    outlet_.ask_calls(static_cast<size_t>(c), seq);
+  }
+}
+
+std::string CollectiveRelay::TimeoutReason(uint32_t seq,
+                                           const Pending& p) const {
+  const std::vector<Rank> missing = MissingRanks(p);
+  std::string reason = absl::StrFormat(
+      "bootstrap %s #%d timed out after %s (GASNET_BOOTSTRAP_TIMEOUT): "
+      "rank(s) %s did not join",
+      wire::CollectiveOpName(p.op), seq, absl::FormatDuration(options_.timeout),
+      RankRanges(missing));
+  // Ranks grouped by what they are doing, in order of first appearance.
+  std::vector<std::pair<std::string, std::vector<Rank>>> groups;
+  auto add = [&](std::string what, Rank r) {
+    for (auto& [w, ranks] : groups) {
+      if (w == what) {
+        ranks.push_back(r);
+        return;
+      }
+    }
+    groups.push_back({std::move(what), {r}});
+  };
+  for (Rank r = 0; r < options_.job_size; ++r) {
+    if (owner_[r] < 0 || !p.have[r] || p.call[r].empty()) continue;
+    add(absl::StrCat("joined it from ", p.call[r]), r);
+  }
+  for (Rank r : missing) {
+    if (!reported_[r].has_value()) {
+      add("did not say which call they are in", r);
+    } else if (reported_[r]->empty()) {
+      add("are in no GASNet call that waits for other ranks (computing?)", r);
+    } else {
+      add(absl::StrCat("are in ", *reported_[r]), r);
+    }
+  }
+  for (const auto& [what, ranks] : groups) {
+    absl::StrAppend(&reason, "; rank(s) ", RankRanges(ranks), " ", what);
+  }
+  return reason;
 }
 
 void CollectiveRelay::OnTick(absl::Time now) {
   std::vector<std::pair<uint32_t, std::string>> expired;
-  for (const auto& [seq, p] : pending_) {
+  for (auto& [seq, p] : pending_) {
     if (now < p.deadline) continue;
-    expired.emplace_back(
-        seq,
-        absl::StrFormat("bootstrap %s #%d timed out after %s "
-                        "(GASNET_BOOTSTRAP_TIMEOUT): rank(s) %s did not join",
-                        wire::CollectiveOpName(p.op), seq,
-                        absl::FormatDuration(options_.timeout), Missing(p)));
+    if (!p.asked && outlet_.ask_calls) {
+      // Before failing, ask the late ranks where they are: the message
+      // then names both sides' calls.
+      p.asked = true;
+      p.report_deadline = now + options_.call_report_grace;
+      const std::vector<Rank> missing = MissingRanks(p);
+      for (Rank r : missing) reported_[r].reset();
+      AskCalls(seq, missing);
+      continue;
+    }
+    if (p.asked && now < p.report_deadline) continue;
+    expired.emplace_back(seq, TimeoutReason(seq, p));
   }
   for (const auto& [seq, reason] : expired) Fail(seq, reason);
+  FailAnswered();
+}
+
+void CollectiveRelay::FailAnswered() {
+  std::vector<std::pair<uint32_t, std::string>> answered;
+  for (const auto& [seq, p] : pending_) {
+    if (!p.asked) continue;
+    bool all = true;
+    for (Rank r : MissingRanks(p)) all = all && reported_[r].has_value();
+    if (all) answered.emplace_back(seq, TimeoutReason(seq, p));
+  }
+  for (const auto& [seq, reason] : answered) Fail(seq, reason);
+}
+
+void CollectiveRelay::OnCallReport(const wire::CallReport& report) {
+  if (report.rank >= options_.job_size || owner_[report.rank] < 0) return;
+  reported_[report.rank] = report.call;
+  if (!options_.is_root) outlet_.to_parent(wire::Encode(report));
+  FailAnswered();
+}
+
+void CollectiveRelay::OnCallQuery(uint32_t seq) {
+  if (!outlet_.ask_calls) return;
+  std::vector<Rank> ranks;
+  const auto it = pending_.find(seq);
+  for (Rank r = 0; r < options_.job_size; ++r) {
+    if (owner_[r] < 0) continue;
+    if (it == pending_.end() || !it->second.have[r]) ranks.push_back(r);
+  }
+  AskCalls(seq, ranks);
 }
 
 absl::Time CollectiveRelay::NextDeadline() const {
   absl::Time next = absl::InfiniteFuture();
-  for (const auto& [seq, p] : pending_) next = std::min(next, p.deadline);
+  for (const auto& [seq, p] : pending_) {
+    next = std::min(next, p.asked ? p.report_deadline : p.deadline);
+  }
   return next;
 }
 

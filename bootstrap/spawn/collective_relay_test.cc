@@ -40,6 +40,7 @@ struct Frame {
   CollectiveUp up;
   CollectiveDown down;
   CollectiveFailed failed;
+  wire::CallReport report;
 };
 
 Frame DecodeFrame(const std::string& frame) {
@@ -74,6 +75,12 @@ Frame DecodeFrame(const std::string& frame) {
       if (m.ok()) out.failed = *m;
       break;
     }
+    case MessageType::kCallReport: {
+      absl::StatusOr<wire::CallReport> m = wire::Decode<wire::CallReport>(body);
+      EXPECT_TRUE(m.ok()) << m.status();
+      if (m.ok()) out.report = *m;
+      break;
+    }
     default:
       ADD_FAILURE() << "unexpected message type "
                     << wire::MessageTypeName(out.type);
@@ -84,8 +91,9 @@ Frame DecodeFrame(const std::string& frame) {
 struct Recorder {
   explicit Recorder(size_t children) : to_child(children) {}
 
-  CollectiveRelay::Outlet Outlet() {
-    return CollectiveRelay::Outlet{
+  // With `ask`, the outlet has ask_calls and records each (child, seq).
+  CollectiveRelay::Outlet Outlet(bool ask = false) {
+    CollectiveRelay::Outlet outlet{
         [this](size_t child, const std::string& frame) {
           ASSERT_LT(child, to_child.size());
           to_child[child].push_back(DecodeFrame(frame));
@@ -94,6 +102,12 @@ struct Recorder {
           to_parent.push_back(DecodeFrame(frame));
         },
     };
+    if (ask) {
+      outlet.ask_calls = [this](size_t child, uint32_t seq) {
+        asked.emplace_back(child, seq);
+      };
+    }
+    return outlet;
   }
   size_t ChildFrames() const {
     size_t n = 0;
@@ -107,6 +121,7 @@ struct Recorder {
 
   std::vector<std::vector<Frame>> to_child;
   std::vector<Frame> to_parent;
+  std::vector<std::pair<size_t, uint32_t>> asked;
 };
 
 using EntryList = std::vector<std::pair<uint32_t, std::string>>;
@@ -130,7 +145,7 @@ CollectiveUp Up(uint32_t seq, CollectiveOp op, uint64_t len, uint32_t root,
 // A relay and its recorder.
 struct Node {
   Node(Rank job_size, std::vector<std::vector<Rank>> children, bool is_root,
-       absl::Duration timeout = absl::Seconds(300))
+       absl::Duration timeout = absl::Seconds(300), bool ask_calls = false)
       : recorder(children.size()) {
     CollectiveRelay::Options options;
     options.job_size = job_size;
@@ -138,7 +153,7 @@ struct Node {
     options.is_root = is_root;
     options.timeout = timeout;
     relay = std::make_unique<CollectiveRelay>(std::move(options),
-                                              recorder.Outlet());
+                                              recorder.Outlet(ask_calls));
   }
   Recorder recorder;
   std::unique_ptr<CollectiveRelay> relay;
@@ -1062,6 +1077,149 @@ TEST(FailurePropagation, RankGoneEndToEnd) {
   EXPECT_EQ(ExpectFailedToEveryChild(t.a.recorder, 0), reason);
   EXPECT_EQ(ExpectFailedToEveryChild(t.b.recorder, 0), reason);
   EXPECT_EQ(t.b.relay->pending(), 0u);
+}
+
+// ---------------------------------------------------------------------------
+// Calls: a timeout names the GASNet call of every rank (issue 24, item 9).
+
+// Ranks 0 and 2 join a barrier from gex_Segment_Attach; 1 and 3 do not.
+std::unique_ptr<Node> TimedOutBarrier() {
+  std::vector<std::vector<Rank>> children = {{0}, {1}, {2}, {3}};
+  auto root = std::make_unique<Node>(4, std::move(children), true,
+                                     absl::Seconds(10), /*ask_calls=*/true);
+  for (Rank r : {0u, 2u}) {
+    EXPECT_TRUE(root->relay
+                    ->OnUp(r,
+                           Up(3, CollectiveOp::kAllgather, 1, 0,
+                              {{r, "x", "gex_Segment_Attach"}}),
+                           kT0)
+                    .ok());
+  }
+  return root;
+}
+
+TEST(Calls, ATimeoutAsksTheLateRanksFirst) {
+  auto root = TimedOutBarrier();
+  root->relay->OnTick(kT0 + absl::Seconds(10));
+  EXPECT_THAT(root->recorder.asked, ElementsAre(std::make_pair(size_t{1}, 3u),
+                                                std::make_pair(size_t{3}, 3u)));
+  // Not failed yet: the answers have a grace period.
+  EXPECT_EQ(root->recorder.ChildFrames(), 0u);
+  EXPECT_EQ(root->relay->pending(), 1u);
+  EXPECT_EQ(root->relay->NextDeadline(), kT0 + absl::Seconds(11));
+}
+
+TEST(Calls, TheFailureNamesBothSidesCallsOnceAllAnswered) {
+  auto root = TimedOutBarrier();
+  root->relay->OnTick(kT0 + absl::Seconds(10));
+  root->relay->OnCallReport({1, "gasnet_barrier_wait"});
+  EXPECT_EQ(root->recorder.ChildFrames(), 0u);
+  root->relay->OnCallReport({3, ""});
+  const std::string reason = ExpectFailedToEveryChild(root->recorder, 3);
+  EXPECT_THAT(reason,
+              AllOf(HasSubstr("bootstrap allgather #3 timed out"),
+                    HasSubstr("rank(s) 1, 3 did not join"),
+                    HasSubstr("rank(s) 0, 2 joined it from gex_Segment_Attach"),
+                    HasSubstr("rank(s) 1 are in gasnet_barrier_wait"),
+                    HasSubstr("rank(s) 3 are in no GASNet call")));
+}
+
+TEST(Calls, RanksThatDoNotAnswerAreNamedAtTheGraceDeadline) {
+  auto root = TimedOutBarrier();
+  root->relay->OnTick(kT0 + absl::Seconds(10));
+  root->relay->OnCallReport({1, "gex_Coll_BarrierBlocking"});
+  root->relay->OnTick(kT0 + absl::Seconds(11) - absl::Nanoseconds(1));
+  EXPECT_EQ(root->recorder.ChildFrames(), 0u);
+  root->relay->OnTick(kT0 + absl::Seconds(11));
+  const std::string reason = ExpectFailedToEveryChild(root->recorder, 3);
+  EXPECT_THAT(reason,
+              AllOf(HasSubstr("rank(s) 1 are in gex_Coll_BarrierBlocking"),
+                    HasSubstr("rank(s) 3 did not say which call")));
+}
+
+TEST(Calls, AnAnswerFromBeforeTheQueryDoesNotCount) {
+  auto root = TimedOutBarrier();
+  root->relay->OnCallReport({1, "stale"});
+  root->relay->OnTick(kT0 + absl::Seconds(10));
+  root->relay->OnCallReport({3, "gasnet_barrier"});
+  EXPECT_EQ(root->recorder.ChildFrames(), 0u);  // rank 1 not answered yet
+}
+
+TEST(Calls, WithoutAskCallsATimeoutFailsAtOnce) {
+  auto root = FlatRoot(2, absl::Seconds(5));
+  ASSERT_TRUE(root->relay
+                  ->OnUp(0,
+                         Up(0, CollectiveOp::kBarrier, 0, 0,
+                            {{0, "", "gex_Client_Init"}}),
+                         kT0)
+                  .ok());
+  root->relay->OnTick(kT0 + absl::Seconds(5));
+  EXPECT_THAT(ExpectFailedToEveryChild(root->recorder, 0),
+              AllOf(HasSubstr("rank(s) 1 did not join"),
+                    HasSubstr("rank(s) 0 joined it from gex_Client_Init"),
+                    HasSubstr("rank(s) 1 did not say")));
+}
+
+TEST(Calls, AnAgentPassesReportsUpAndAsksForTheRanksItHolds) {
+  // An agent with ranks 4 and 5 (children 0 and 1); rank 4 joined seq 2.
+  Node agent(8, {{4}, {5}}, false, absl::Seconds(300), /*ask_calls=*/true);
+  ASSERT_TRUE(agent.relay
+                  ->OnUp(0,
+                         Up(2, CollectiveOp::kBarrier, 0, 0,
+                            {{4, "", "gasnet_attach"}}),
+                         kT0)
+                  .ok());
+  agent.relay->OnCallQuery(2);
+  EXPECT_THAT(agent.recorder.asked, ElementsAre(std::make_pair(size_t{1}, 2u)));
+  // A collective the agent has seen nothing of: every rank is asked.
+  agent.recorder.asked.clear();
+  agent.relay->OnCallQuery(7);
+  EXPECT_THAT(agent.recorder.asked, ElementsAre(std::make_pair(size_t{0}, 7u),
+                                                std::make_pair(size_t{1}, 7u)));
+  agent.relay->OnCallReport({5, "gasnet_barrier_wait"});
+  ASSERT_THAT(agent.recorder.to_parent, SizeIs(1));
+  EXPECT_EQ(agent.recorder.to_parent[0].type, MessageType::kCallReport);
+  EXPECT_EQ(agent.recorder.to_parent[0].report.rank, 5u);
+  EXPECT_EQ(agent.recorder.to_parent[0].report.call, "gasnet_barrier_wait");
+  // A report for a rank not below the agent is dropped.
+  agent.relay->OnCallReport({1, "x"});
+  EXPECT_THAT(agent.recorder.to_parent, SizeIs(1));
+}
+
+TEST(Calls, AnAgentsMergedContributionKeepsEachRanksCall) {
+  Node agent(8, {{4}, {5}}, false);
+  ASSERT_TRUE(
+      agent.relay
+          ->OnUp(0, Up(0, CollectiveOp::kBarrier, 0, 0, {{4, "", "a"}}), kT0)
+          .ok());
+  ASSERT_TRUE(
+      agent.relay
+          ->OnUp(1, Up(0, CollectiveOp::kBarrier, 0, 0, {{5, "", "b"}}), kT0)
+          .ok());
+  ASSERT_THAT(agent.recorder.to_parent, SizeIs(1));
+  const auto& entries = agent.recorder.to_parent[0].up.entries;
+  ASSERT_THAT(entries, SizeIs(2));
+  EXPECT_EQ(entries[0].call, "a");
+  EXPECT_EQ(entries[1].call, "b");
+}
+
+TEST(Calls, AMismatchNamesBothCalls) {
+  auto root = FlatRoot(2);
+  ASSERT_TRUE(root->relay
+                  ->OnUp(0,
+                         Up(0, CollectiveOp::kAllgather, 8, 0,
+                            {{0, std::string(8, 'x'), "gex_Segment_Attach"}}),
+                         kT0)
+                  .ok());
+  ASSERT_TRUE(root->relay
+                  ->OnUp(1,
+                         Up(0, CollectiveOp::kBarrier, 0, 0,
+                            {{1, "", "gasnet_barrier"}}),
+                         kT0)
+                  .ok());
+  EXPECT_THAT(ExpectFailedToEveryChild(root->recorder, 0),
+              AllOf(HasSubstr("(from gex_Segment_Attach)"),
+                    HasSubstr("(from gasnet_barrier)")));
 }
 
 }  // namespace

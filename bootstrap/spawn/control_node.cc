@@ -457,6 +457,20 @@ void ControlNode::DecideExit(const wire::ExitJob& decision) {
   }
 }
 
+void ControlNode::AskCalls(size_t child, uint32_t seq) {
+  if (child >= locals_.size()) {
+    SendToChild(child, wire::Encode(wire::CallQuery{seq}));
+    return;
+  }
+  // A rank answers from exit/'s signal handler, in place once it said
+  // ExitReady; before that the signal would be ignored anyway.
+  const LocalRank& l = *locals_[child];
+  if (l.reaped || !exit_ready_[l.rank]) return;
+  ExitSignalValue query;
+  query.call_query = true;
+  (void)SendExitSignal(l.pid, query);
+}
+
 int ControlNode::DeliverExit(const wire::ExitJob& decision) {
   if (killed_with_ != 0) return 0;
   int asked = 0;
@@ -527,6 +541,16 @@ void ControlNode::HandleRankFrame(size_t index, std::string_view body) {
         break;
       }
       exit_ready_[rank.rank] = true;
+      break;
+    }
+    case wire::MessageType::kCallReport: {
+      auto m = wire::Decode<wire::CallReport>(body);
+      if (!m.ok() || m->rank != rank.rank) {
+        bad = m.ok() ? absl::DataLossError("call report names another rank")
+                     : m.status();
+        break;
+      }
+      relay_->OnCallReport(*m);
       break;
     }
     case wire::MessageType::kExitRequest: {
@@ -611,6 +635,12 @@ void ControlNode::HandleAgentFrame(size_t index, std::string_view body) {
       bad = m.status();
       break;
     }
+    case wire::MessageType::kCallReport: {
+      auto m = wire::Decode<wire::CallReport>(body);
+      if (m.ok()) relay_->OnCallReport(*m);
+      bad = m.status();
+      break;
+    }
     case wire::MessageType::kAgentError: {
       auto m = wire::Decode<wire::AgentError>(body);
       if (m.ok()) HandleAgentError(m->exit_code, m->message);
@@ -666,6 +696,14 @@ void ControlNode::HandleParentFrame(std::string_view body) {
       auto m = wire::Decode<wire::ExitJob>(body);
       if (m.ok()) {
         DeliverExit(*m);
+        return;
+      }
+      break;
+    }
+    case wire::MessageType::kCallQuery: {
+      auto m = wire::Decode<wire::CallQuery>(body);
+      if (m.ok()) {
+        relay_->OnCallQuery(m->seq);
         return;
       }
       break;
@@ -967,7 +1005,8 @@ int ControlNode::Run() {
       relay_options,
       CollectiveRelay::Outlet{
           [this](size_t c, const std::string& f) { SendToChild(c, f); },
-          [this](const std::string& f) { SendToParent(f); }});
+          [this](const std::string& f) { SendToParent(f); },
+          [this](size_t c, uint32_t seq) { AskCalls(c, seq); }});
   if (!options_.is_root) {
     SendToParent(wire::Encode(wire::AgentReady{options_.host_index}));
   }

@@ -149,6 +149,9 @@ class ControlNode {
   // Queues kExitSignal with the decision to this host's exit-ready ranks;
   // how many were signalled.
   int DeliverExit(const wire::ExitJob& decision);
+  // The relay's ask_calls: a rank child gets the call query signal, an
+  // agent a CallQuery frame.
+  void AskCalls(size_t child, uint32_t seq);
   void HandleAgentError(int exit_code, const std::string& message);
   void AgentLost(size_t agent, const std::string& why);
   // Whether every rank below `agent` has been reported as exited.

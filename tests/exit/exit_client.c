@@ -20,6 +20,11 @@
  *   barrier          exiter gasnet_exit(code); the others wait forever in
  *                    an anonymous gasnet_barrier_notify/wait
  *   spin             exiter gasnet_exit(code); the others spin
+ *   mismatch         before gex_Segment_Attach, the exiter waits in
+ *                    gex_Coll_BarrierBlocking while the others attach
+ *                    (bootstrap collectives): the job can only end by
+ *                    GASNET_BOOTSTRAP_TIMEOUT, whose message names both
+ *                    calls
  *   compute          exiter gasnet_exit(code); the others count in a loop
  *                    that never polls nor calls GASNet (only a signal
  *                    reaches them)
@@ -291,7 +296,7 @@ static const char *const kModes[] = {
     "return-all",      "return-one",    "exit-all",   "exit-one",
     "request-handler", "reply-handler", "sigsegv",    "sigabrt",
     "launcher-signal", "sigkill",       "rank0-dead", "sigquit-handler",
-    "sigquit-default", "threads",       "compute"};
+    "sigquit-default", "threads",       "compute",    "mismatch"};
 
 static int Is(const char *mode, const char *name) {
   return strcmp(mode, name) == 0;
@@ -321,6 +326,10 @@ int main(int argc, char **argv) {
   g_code = (int)strtol(argv[2], &end, 10);
   if (end == argv[2] || *end != '\0') Die("bad code '%s'", argv[2]);
 
+  if (Is(mode, "mismatch") && g_me == g_n - 1) {
+    gex_Coll_BarrierBlocking(g_tm, 0);
+    Die("a barrier completed while the other ranks were attaching");
+  }
   if (gex_Segment_Attach(&g_seg, g_tm, kSegSize) != GASNET_OK) {
     Die("gex_Segment_Attach failed");
   }

@@ -567,6 +567,45 @@ TEST_P(ExitSoonTest, EndsLongBeforeTheExitTimeout) {
 INSTANTIATE_TEST_SUITE_P(Soon, ExitSoonTest, ::testing::ValuesIn(SoonParams()),
                          SoonParamName);
 
+// A bootstrap collective that times out because the ranks are in different
+// GASNet calls (issue 24, item 9): the message every rank's fatal error
+// carries names the collective, the rank that did not join, and the calls
+// on both sides (the late rank is asked by its launcher, here through an
+// agent too).
+TEST(BootstrapTimeoutTest, NamesTheCallsOfBothSides) {
+  ASSERT_FALSE(Conduit().empty());
+  SKIP_IF_KNOWN_BUG();
+  for (const std::string hosts : {"", "h0 h1"}) {
+    const int n = 4;
+    JobOptions options;
+    options.env = {"GASNET_BOOTSTRAP_TIMEOUT=2"};
+    options.ssh_hosts = hosts;
+    const ExitJob job = RunExitJob("mismatch", 0, n, options);
+    Problems problems;
+    if (job.r.exit_code == 0) problems.Add("exit code 0, expected nonzero");
+    if (!job.r.survivors.empty()) {
+      problems.Add("%d process(es) outlived the launcher",
+                   job.r.survivors.size());
+    }
+    for (const char* want : {
+             "timed out after 2s (GASNET_BOOTSTRAP_TIMEOUT): rank(s) 3 did "
+             "not join",
+             // All of 0-2 on one launcher; with agents, the late rank's
+             // launcher times out first and names its own host's ranks.
+             hosts.empty() ? "rank(s) 0-2 joined it from gex_Segment_Attach"
+                           : "joined it from gex_Segment_Attach",
+             "rank(s) 3 are in gex_Coll_BarrierBlocking",
+             // The ranks' own fatal error starts with their call.
+             "gex_Segment_Attach: bootstrap",
+         }) {
+      if (!absl::StrContains(job.r.err, want)) {
+        problems.Add("stderr lacks \"%s\" (hosts '%s')", want, hosts);
+      }
+    }
+    problems.ReportFor(job);
+  }
+}
+
 // PAR: threads of every rank send Requests and poll while two threads of
 // one rank call gasnet_exit at once (one runs the exit, the other waits
 // for the process to end); the job ends as any non-collective exit does.
