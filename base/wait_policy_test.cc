@@ -9,7 +9,7 @@
 namespace gexrt {
 namespace {
 
-using wait_policy_internal::IdleRounds;
+int IdleRounds() { return wait_policy_internal::t_idle_rounds; }
 
 TEST(WaitPolicyTest, SingleThreadedCountsNothing) {
   WaitPolicy policy;
@@ -79,11 +79,33 @@ TEST(WaitPolicyTest, OversubscribedSpinsBoundedThenYields) {
   EXPECT_EQ(IdleRounds(), 0);
 }
 
-TEST(WaitPolicyTest, NotOversubscribedNeverCountsIdleRounds) {
+TEST(WaitPolicyTest, NotOversubscribedSpinsLongerBeforeYielding) {
+  for (const bool count_threads : {false, true}) {
+    WaitPolicy policy;
+    policy.Configure(1, 4, count_threads);
+    WaitPolicy::Round round(policy);
+    round.Pause(true);
+    ASSERT_EQ(IdleRounds(), 0);
+    for (int i = 1; i < WaitPolicy::kLongSpinRounds; ++i) {
+      round.PauseIfIdle(false);
+      ASSERT_EQ(IdleRounds(), i);
+    }
+    round.Pause(false);  // the long bound: yields
+    EXPECT_EQ(IdleRounds(), 0);
+    round.Pause(false);
+    round.PauseIfIdle(true);
+    EXPECT_EQ(IdleRounds(), 0);
+  }
+}
+
+TEST(WaitPolicyTest, AlwaysYieldLeavesTheSpinCountAlone) {
   WaitPolicy policy;
-  policy.Configure(1, 4, true);
+  policy.Configure(3, 2, false);
   WaitPolicy::Round round(policy);
-  for (int i = 0; i < 3 * WaitPolicy::kSpinRounds; ++i) round.Pause(false);
+  round.Pause(false);
+  round.Pause(true);
+  round.PauseIfIdle(false);
+  round.PauseIfIdle(true);
   EXPECT_EQ(IdleRounds(), 0);
 }
 

@@ -38,6 +38,10 @@
 #include "bootstrap/node_map.h"
 #include "rma/event.h"
 
+namespace gexrt {
+class WaitPolicy;  // base/wait_policy.h
+}  // namespace gexrt
+
 namespace gexrt::core {
 
 using am::Category;
@@ -112,6 +116,11 @@ struct InitArgs {
   bool thread_safe = false;
   // More ranks than cores on this host: waits should yield.
   bool polite = false;
+  // The runtime's wait policy (base/wait_policy.h), shared by every wait of
+  // the process: a conduit wait that takes a WaitPolicy::Round per round
+  // counts its PAR thread with the others and spins or yields as they do.
+  // Null in tests that build a conduit alone.
+  WaitPolicy* waits = nullptr;
   Sink sink;
   // Polled, besides the conduit's own queues, by every wait of Request
   // and Reply.

@@ -70,6 +70,7 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   args.map = &*rt.map;
   args.thread_safe = rt.thread_safe;
   args.polite = rt.polite;
+  args.waits = &rt.waits;
   args.sink = Sink{&DispatchConduit, &rt};
   args.others = OtherProgress{&PollShared, &rt};
   if (const absl::Status s = rt.conduit->Init(args); !s.ok()) {

@@ -94,7 +94,8 @@ class Supernode {
   }
 
   AmNetwork::Options Options(uint32_t index, Dispatcher dispatcher,
-                             void* context, bool thread_safe) const {
+                             void* context, bool thread_safe,
+                             WaitPolicy* wait_policy = nullptr) const {
     AmNetwork::Options options;
     options.my_index = index;
     options.ranks = ranks_;
@@ -104,6 +105,7 @@ class Supernode {
     options.thread_safe = thread_safe;
     // Tests run more threads than this machine may have cores.
     options.polite = true;
+    options.wait_policy = wait_policy;
     return options;
   }
 
@@ -130,8 +132,10 @@ struct Delivery {
 // calls on_message when set. Carrier requests go to `carrier` instead.
 class Endpoint {
  public:
-  Endpoint(const Supernode& node, uint32_t index, bool thread_safe = false)
-      : net_(node.Options(index, &Endpoint::Dispatch, this, thread_safe)) {}
+  Endpoint(const Supernode& node, uint32_t index, bool thread_safe = false,
+           WaitPolicy* wait_policy = nullptr)
+      : net_(node.Options(index, &Endpoint::Dispatch, this, thread_safe,
+                          wait_policy)) {}
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
@@ -1939,17 +1943,25 @@ INSTANTIATE_TEST_SUITE_P(
 struct ThreadSafeParams {
   uint32_t depth;
   bool min_memory;
+  // Each rank's waits follow a WaitPolicy that counts its threads, set up
+  // as if every rank had a CPU of its own and one thread fitted on it: the
+  // senders' waits spin a bounded number of rounds and then yield, as a
+  // PAR runtime's do when its threads outnumber the CPUs. Otherwise the
+  // network's own policy, yielding at every round.
+  bool counted_waits = false;
 };
 
 void PrintTo(const ThreadSafeParams& p, std::ostream* os) {
-  *os << absl::StrFormat("{depth %u, %s memory}", p.depth,
-                         p.min_memory ? "min" : "default");
+  *os << absl::StrFormat("{depth %u, %s memory%s}", p.depth,
+                         p.min_memory ? "min" : "default",
+                         p.counted_waits ? ", counted waits" : "");
 }
 
 std::string ThreadSafeName(
     const testing::TestParamInfo<ThreadSafeParams>& info) {
-  return absl::StrFormat("Depth%u%s", info.param.depth,
-                         info.param.min_memory ? "MinMemory" : "");
+  return absl::StrFormat("Depth%u%s%s", info.param.depth,
+                         info.param.min_memory ? "MinMemory" : "",
+                         info.param.counted_waits ? "CountedWaits" : "");
 }
 
 class ThreadSafeTest : public testing::TestWithParam<ThreadSafeParams> {};
@@ -1964,9 +1976,18 @@ TEST_P(ThreadSafeTest, ProducersOnManyThreads) {
   const ThreadSafeParams p = GetParam();
   Supernode node(1 + kSenders,
                  p.min_memory ? MinMemory(p.depth) : Config(p.depth));
+  std::vector<std::unique_ptr<WaitPolicy>> policies;
   std::vector<std::unique_ptr<Endpoint>> ranks;
   for (uint32_t i = 0; i <= kSenders; ++i) {
-    ranks.push_back(std::make_unique<Endpoint>(node, i, /*thread_safe=*/true));
+    WaitPolicy* policy = nullptr;
+    if (p.counted_waits) {
+      policies.push_back(std::make_unique<WaitPolicy>());
+      policy = policies.back().get();
+      policy->Configure(/*ranks_on_host=*/1, /*cpus=*/1,
+                        /*count_threads=*/true);
+    }
+    ranks.push_back(
+        std::make_unique<Endpoint>(node, i, /*thread_safe=*/true, policy));
   }
 
   // Rank 0: checks per-(source, thread) order; replies with (thread, seq).
@@ -2120,13 +2141,17 @@ TEST_P(ThreadSafeTest, ProducersOnManyThreads) {
     EXPECT_EQ(states[k]->loopbacks.load(), states[k]->loopbacks_sent.load());
     EXPECT_EQ(states[k]->duplicates.load(), 0u);
   }
+  // Every wait round has ended: no thread is counted as waiting.
+  for (const auto& policy : policies) EXPECT_EQ(policy->waiting(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ThreadSafeTest,
-                         testing::Values(ThreadSafeParams{2, true},
-                                         ThreadSafeParams{3, false},
-                                         ThreadSafeParams{8, true}),
-                         ThreadSafeName);
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ThreadSafeTest,
+    testing::Values(ThreadSafeParams{2, true}, ThreadSafeParams{3, false},
+                    ThreadSafeParams{8, true},
+                    ThreadSafeParams{2, true, /*counted_waits=*/true},
+                    ThreadSafeParams{8, false, /*counted_waits=*/true}),
+    ThreadSafeName);
 
 // (Found a bug once: a reply run twice when TakeLaterReplies, after a
 // handler, went on from its own position although another thread's
