@@ -133,8 +133,10 @@ absl::Status ControlNode::Init() {
   }
   signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signal_fd_ < 0) return ErrnoToStatus(errno, "signalfd");
-  // A closed stdout (gasnetrun ... | head) must not kill the launcher: it
-  // still has a job to end cleanly.
+  // Writes to a closed socket or pipe must fail with EPIPE where they
+  // happen (a lost agent, a rank's dead control channel), not kill the
+  // launcher. A closed stdout is the one exception, and the line forwarder
+  // decides it (it ends the launcher by SIGPIPE on purpose).
   signal(SIGPIPE, SIG_IGN);
   // Whatever the ranks start and leave behind is re-parented here rather
   // than to init, so the launcher sees it, kills it, and reaps it before it
@@ -151,6 +153,7 @@ absl::Status ControlNode::StartLocalRanks(
       return ErrnoToStatus(errno, "socketpair for a rank's control channel");
     }
     ChildSpec spec;
+    spec.name = options_.name;
     spec.argv = argv;
     spec.env = options_.rank_env;
     spec.env.push_back(absl::StrFormat("%s=%d", kBootstrapFdVar, sv[1]));
@@ -210,6 +213,7 @@ absl::Status ControlNode::StartAgents(std::vector<AgentLaunch> agents,
       return ErrnoToStatus(e, "writing the job token to an agent's stdin");
     }
     ChildSpec spec;
+    spec.name = options_.name;
     spec.argv = launch.argv;
     spec.stdin_fd = in[0];
     spec.process_group = 0;
