@@ -89,8 +89,11 @@ struct ControlNode::AgentChild {
 
 ControlNode::ControlNode(ControlNodeOptions options)
     : options_(std::move(options)),
-      stdout_(1),
-      stderr_(2),
+      // A closed stdout is noticed here (ReadOutput), not by the
+      // forwarder ending the process: the job must still be ended and
+      // reaped first.
+      stdout_(1, 64 * 1024, BrokenPipe::kDrop),
+      stderr_(2, 64 * 1024, BrokenPipe::kDrop),
       rank_fini_(options_.job_size, false),
       exit_ready_(options_.job_size, false),
       rank_exited_(options_.job_size, false) {}
@@ -802,6 +805,18 @@ void ControlNode::ReadOutput(Source& source) {
     const ssize_t k = read(source.fd, buf, sizeof buf);
     if (k > 0) {
       out.Append(id, std::string_view(buf, k));
+      if (out.failed() && out.error() == EPIPE && !output_closed_) {
+        // `gasnetrun ... | head`: the reader has gone. Like any writer in
+        // a pipeline the launcher ends by SIGPIPE, once it has ended the
+        // job (every process of it, here and on other hosts) and cleaned
+        // up after it.
+        output_closed_ = true;
+        Verbose(absl::StrFormat("%s was closed by its reader; ending the job",
+                                source.is_stderr ? "stderr" : "stdout"));
+        job_failing_ = true;
+        SetJobCode(128 + SIGPIPE);
+        KillAll(SIGKILL);
+      }
       continue;
     }
     if (k < 0 && errno == EINTR) continue;
@@ -1205,6 +1220,7 @@ int ControlNode::Run() {
     options_.cleanup(options_.job_id, pids);
   }
   guard_.Dismiss();
+  if (output_closed_ && options_.is_root) EndBySigpipe();
   return options_.is_root ? job_code_ : 0;
 }
 

@@ -200,7 +200,8 @@ class ControlNode {
   // whether they have been asked to exit (once).
   std::vector<bool> exit_ready_;
   bool asked_to_exit_ = false;
-  bool exit_decided_ = false;  // Root: DecideExit ran.
+  bool exit_decided_ = false;   // Root: DecideExit ran.
+  bool output_closed_ = false;  // stdout's or stderr's reader went away.
   std::vector<bool> rank_exited_;
   int job_code_ = 0;
   bool job_failing_ = false;  // an abort, death or signal is ending the job

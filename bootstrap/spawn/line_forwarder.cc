@@ -12,12 +12,10 @@
 
 namespace gexrt::spawn {
 
-namespace {
-
 // What a pipeline's writer does on a closed pipe, done on purpose: the
 // launcher ignores SIGPIPE (a write to a control socket must fail, not
 // kill it), so the write only returned EPIPE.
-[[noreturn]] void EndBySigpipe() {
+void EndBySigpipe() {
   signal(SIGPIPE, SIG_DFL);
   sigset_t pipe_only;
   sigemptyset(&pipe_only);
@@ -26,8 +24,6 @@ namespace {
   raise(SIGPIPE);
   _exit(128 + SIGPIPE);  // Not reached: the signal's action is to end.
 }
-
-}  // namespace
 
 LineForwarder::LineForwarder(int out_fd, size_t max_line,
                              BrokenPipe on_broken_pipe)

@@ -32,6 +32,10 @@ enum class BrokenPipe {
   kDrop,
 };
 
+// Ends this process by SIGPIPE (its default action restored and raised),
+// as a shell pipeline's writer ends when its reader has gone.
+[[noreturn]] void EndBySigpipe();
+
 class LineForwarder {
  public:
   // Writes to `out_fd`, which is not owned and may be blocking or not.

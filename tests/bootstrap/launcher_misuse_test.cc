@@ -184,7 +184,8 @@ TEST(LauncherMisuseTest, ClosedStdoutEndsTheJobLikeAPipeline) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE)
       << "wait status 0x" << std::hex << status << "\nstderr:\n"
       << err;
-  // Its ranks were started and end with it (their parent-death signal).
+  // Its ranks were started, and the launcher ended them (and reaped them)
+  // before it ended itself.
   EXPECT_EQ(PidsInDir(pids).size(), 2u);
   EXPECT_THAT(WaitForPidsGone(PidsInDir(pids), absl::Seconds(30)), IsEmpty());
 }
