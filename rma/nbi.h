@@ -35,14 +35,17 @@ class Nbi {
   Counter& get() { return region_ != nullptr ? region_->rc : get_; }
   Counter& put() { return region_ != nullptr ? region_->rc : put_; }
   Counter& lc() { return region_ != nullptr ? region_->lc : lc_; }
+  // Remote atomics (gasnet_ratomic.h) other than GEX_OP_SET and GET,
+  // which count as Puts and Gets.
+  Counter& rmw() { return region_ != nullptr ? region_->rc : rmw_; }
 
   // Whether every operation of the categories in `mask` that this thread
-  // started outside access regions has completed. AM and RMW operations
-  // are never pending here (AM local completion is synchronous; there are
-  // no atomics yet).
+  // started outside access regions has completed. AM operations are never
+  // pending here (AM local completion is synchronous).
   bool Done(uint32_t mask) const {
     return (!(mask & kEcGet) || get_.Done()) &&
-           (!(mask & kEcPut) || put_.Done()) && (!(mask & kEcLc) || lc_.Done());
+           (!(mask & kEcPut) || put_.Done()) &&
+           (!(mask & kEcLc) || lc_.Done()) && (!(mask & kEcRmw) || rmw_.Done());
   }
 
   bool in_region() const { return region_ != nullptr; }
@@ -56,6 +59,7 @@ class Nbi {
   Counter get_;
   Counter put_;
   Counter lc_;
+  Counter rmw_;
   Operation* region_ = nullptr;
 
   static thread_local Nbi tl_nbi;
