@@ -144,7 +144,28 @@ void gasnet_QueryGexObjects(gex_Client_t* client_p, gex_EP_t* ep_p,
   if (segment_p != nullptr) *segment_p = rt.attached ? &rt.segment : nullptr;
 }
 
-const char* gasnet_getenv(const char* name) { return std::getenv(name); }
+char* gasnet_getenv(const char* name) { return std::getenv(name); }
+
+int gasnet_getNodeInfo(gasnet_nodeinfo_t* nodeinfo_table, int numentries) {
+  static constexpr char kCall[] = "gasnet_getNodeInfo";
+  Runtime& rt = RuntimeFor(kCall);
+  if (numentries < 0 || (nodeinfo_table == nullptr && numentries > 0)) {
+    return gexrt::api::ReportError(kCall, GASNET_ERR_BAD_ARG, "bad table");
+  }
+  const gexrt::NodeMap& map = *rt.map;
+  for (int r = 0; r < numentries && static_cast<gexrt::Rank>(r) < rt.size;
+       ++r) {
+    const gexrt::RankPlace& place = map.place(static_cast<gexrt::Rank>(r));
+    nodeinfo_table[r].host = place.host;
+    nodeinfo_table[r].supernode = place.supernode;
+    const auto s = rt.segments.segment(static_cast<gexrt::Rank>(r));
+    nodeinfo_table[r].offset =
+        s.local == nullptr ? 0
+                           : static_cast<intptr_t>(
+                                 reinterpret_cast<uintptr_t>(s.local) - s.base);
+  }
+  return GASNET_OK;
+}
 
 gex_TM_t _gasnet_legacy_tm(void) { return &RuntimeFor("gasnet AM call").tm; }
 

@@ -6,6 +6,7 @@
 #ifndef GASNET_H
 #define GASNET_H
 #define _GASNET_H 1
+#define _INCLUDED_GASNET_H 1
 
 #include "gasnetex.h"
 
@@ -13,21 +14,15 @@
 extern "C" {
 #endif
 
-typedef gex_Rank_t gasnet_node_t;
-typedef uint8_t gasnet_handler_t;
-typedef gex_Token_t gasnet_token_t;
-typedef gex_AM_Arg_t gasnet_handlerarg_t;
-typedef gex_RMA_Value_t gasnet_register_value_t;
+/* gasnet_node_t, gasnet_handler_t, gasnet_token_t, gasnet_handlerarg_t,
+ * gasnet_register_value_t, gasnet_seginfo_t, gasnet_nodeinfo_t, the
+ * barrier, wait modes and thread information come from gasnetex.h, as in
+ * GASNet-EX. */
 
 typedef struct {
   gasnet_handler_t index; /* 0: pick a free one (written back) */
   void (*fnptr)();
 } gasnet_handlerentry_t;
-
-typedef struct {
-  void *addr;
-  uintptr_t size;
-} gasnet_seginfo_t;
 
 /* Starts the job (see gex_Client_Init); attach then registers the handler
  * table and creates the segment (segsize a multiple of GASNET_PAGESIZE;
@@ -42,30 +37,8 @@ extern gasnet_node_t gasnet_mynode(void);
 extern gasnet_node_t gasnet_nodes(void);
 extern int gasnet_getSegmentInfo(gasnet_seginfo_t *seginfo_table,
                                  int numentries);
-extern uintptr_t gasnet_getMaxLocalSegmentSize(void);
-extern uintptr_t gasnet_getMaxGlobalSegmentSize(void);
 extern void gasnet_QueryGexObjects(gex_Client_t *client_p, gex_EP_t *ep_p,
                                    gex_TM_t *tm_p, gex_Segment_t *segment_p);
-extern const char *gasnet_getenv(const char *name);
-
-/* Split-phase barrier with optional names. Every rank notifies, then waits
- * (or tries) with the same id and flags it notified with. A wait returns
- * GASNET_ERR_BARRIER_MISMATCH when two ranks gave different names, or a
- * rank gave GASNET_BARRIERFLAG_MISMATCH. */
-#define GASNET_BARRIERFLAG_ANONYMOUS 1
-#define GASNET_BARRIERFLAG_MISMATCH 2
-#define GASNET_BARRIERFLAG_UNNAMED 4
-extern void gasnet_barrier_notify(int id, int flags);
-extern int gasnet_barrier_wait(int id, int flags);
-extern int gasnet_barrier_try(int id, int flags);
-extern int gasnet_barrier(int id, int flags);
-/* After a wait: the id the barrier matched on (GASNET_OK), or mismatch. */
-extern int gasnet_barrier_result(int *id);
-
-#define GASNET_WAIT_SPIN 0
-#define GASNET_WAIT_BLOCK 1
-#define GASNET_WAIT_SPINBLOCK 2
-extern int gasnet_set_waitmode(int wait_mode);
 
 /* Legacy Active Messages, over the primordial team. */
 extern int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t *srcindex);

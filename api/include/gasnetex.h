@@ -19,12 +19,23 @@
 #define GASNETEX_H
 #define _GASNETEX_H 1
 #define _IN_GASNETEX_H 1
+#define _INCLUDED_GASNETEX_H 1
 
+/* The C library headers GASNet's gasnetex.h brings in, so that clients
+ * written against it (atol, printf, assert, INT_MAX ...) compile here. */
+#include <assert.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Platform and configuration macros clients test with #if (HAVE_PTHREAD_H,
+ * PLATFORM_ARCH_64, ...), shared with gasnet_tools.h. */
+#include "gasnet_platform.h"
 
 /* ---------------------------------------------------------------------- */
 /* Threading mode and conduit: defined by the conduit target (Bazel
@@ -65,18 +76,35 @@
 #elif !defined(GASNET_CONDUIT_NAME_STR)
 #error "no GASNet conduit: depend on //conduit/<name>:gasnet_<name>_seq or _par"
 #endif
+/* The core and extended API's names and versions, as GASNet's conduits
+ * report them: the name is a bare token (the conduit's, SMP ...), the
+ * version a number token; the _STR forms are their strings. */
+#if defined(GASNET_CONDUIT_NAME)
+#define GASNET_CORE_NAME GASNET_CONDUIT_NAME
+#else
+#define GASNET_CORE_NAME GEX
+#endif
+#define GASNET_CORE_NAME_STR _GEX_XSTR(GASNET_CORE_NAME)
+#define GASNET_CORE_VERSION 1.0
+#define GASNET_CORE_VERSION_STR _GEX_XSTR(GASNET_CORE_VERSION)
+#define GASNET_EXTENDED_NAME GASNET_CORE_NAME
+#define GASNET_EXTENDED_NAME_STR GASNET_CORE_NAME_STR
+#define GASNET_EXTENDED_VERSION GASNET_CORE_VERSION
+#define GASNET_EXTENDED_VERSION_STR GASNET_CORE_VERSION_STR
 
 /* ---------------------------------------------------------------------- */
 /* Versions and configuration a client tests. */
 
 #define GEX_SPEC_VERSION_MAJOR 0
-#define GEX_SPEC_VERSION_MINOR 18
+#define GEX_SPEC_VERSION_MINOR 19
 #define GASNET_SPEC_VERSION_MAJOR 1
 #define GASNET_SPEC_VERSION_MINOR 8
+#ifndef GASNET_RELEASE_VERSION_MAJOR /* gasnet_tools.h defines the same */
 #define GASNET_RELEASE_VERSION_MAJOR 2025
-#define GASNET_RELEASE_VERSION_MINOR 2
+#define GASNET_RELEASE_VERSION_MINOR 8
 #define GASNET_RELEASE_VERSION_PATCH 0
-#define GASNETI_RELEASE_VERSION 2025.2.0
+#endif
+#define GASNETI_RELEASE_VERSION 2025.8.0
 #define GASNETI_GEX_IMPLEMENTATION "gex"
 
 #define GASNET_SEGMENT_FAST 1
@@ -88,6 +116,27 @@
 #define GASNET_MAXNODES 0x7fffffff
 #define GASNET_MAXEPS 1
 #define GASNET_SUPPORTS_AM_CANCEL 1
+/* gex_Token_Info fills these fields. */
+#define GASNET_SUPPORTS_TI_SRCRANK 1
+#define GASNET_SUPPORTS_TI_EP 1
+#define GASNET_SUPPORTS_TI_ENTRY 1
+#define GASNET_SUPPORTS_TI_IS_REQ 1
+#define GASNET_SUPPORTS_TI_IS_LONG 1
+/* AM handlers run only inside GASNet calls of the client's own threads
+ * (polls, waits, injection): no hidden thread runs them. See
+ * gex_System_QueryHiddenAMConcurrencyLevel. */
+#define GASNET_HIDDEN_AM_CONCURRENCY_LEVEL 0
+/* No progress threads (gex_System_QueryProgressThreads reports none). */
+#define GASNET_RCV_THREAD 0
+#define GASNET_SND_THREAD 0
+/* Memory kinds: host memory only (gasnet_mk.h). */
+#define GASNET_HAVE_MK_CLASS_MULTIPLE 0
+#define GASNET_HAVE_MK_CLASS_CUDA_UVM 0
+#define GASNET_HAVE_MK_CLASS_HIP 0
+#define GASNET_HAVE_MK_CLASS_ZE 0
+/* Segments are allocated by GASNet (gex_Segment_Attach) only. */
+#define GASNET_SEGMENT_LARGE 0
+#define GASNET_SEGMENT_EVERYTHING 0
 #if defined(GEX_DEBUG) && GEX_DEBUG
 #define GASNET_DEBUG 1
 #define GASNETI_BUILD_KIND_STR "debug"
@@ -96,7 +145,7 @@
 #define GASNETI_BUILD_KIND_STR "release"
 #endif
 #define GASNET_CONFIG_STRING                                              \
-  "RELEASE=2025.2.0,SPEC=0.18,CONDUIT=" GASNET_CONDUIT_NAME_STR           \
+  "RELEASE=2025.8.0,SPEC=0.19,CONDUIT=" GASNET_CONDUIT_NAME_STR           \
   ",THREADMODEL=" GASNETI_THREAD_MODE_STR ",SEGMENT=FAST,PTR=64bit,PSHM," \
   "IMPLEMENTATION=gex," GASNETI_BUILD_KIND_STR
 
@@ -131,6 +180,46 @@ typedef struct gex_AM_SrcDesc_opaque *gex_AM_SrcDesc_t;
 #define GEX_SEGMENT_INVALID ((gex_Segment_t)0)
 #define GEX_AM_SRCDESC_NO_OP ((gex_AM_SrcDesc_t)0)
 
+/* What an endpoint can do (gex_EP_Create's capabilities). */
+#define GEX_EP_CAPABILITY_RMA ((gex_EP_Capabilities_t)1u << 0)
+#define GEX_EP_CAPABILITY_AM ((gex_EP_Capabilities_t)1u << 1)
+#define GEX_EP_CAPABILITY_VIS ((gex_EP_Capabilities_t)1u << 2)
+#define GEX_EP_CAPABILITY_COLL ((gex_EP_Capabilities_t)1u << 3)
+#define GEX_EP_CAPABILITY_AD ((gex_EP_Capabilities_t)1u << 4)
+#define GEX_EP_CAPABILITY_ALL ((gex_EP_Capabilities_t)0x1fu)
+
+/* An endpoint's place in the job: its process's job rank and its index
+ * among that process's endpoints (0: the primordial one). */
+typedef struct {
+  gex_Rank_t gex_rank;
+  gex_EP_Index_t gex_ep_index;
+} gex_EP_Location_t;
+
+/* Memory kinds. GEX_MK_HOST is ordinary host memory, the only kind here
+ * (gasnet_mk.h creates kinds; the host class gives GEX_MK_HOST). */
+typedef struct gex_MK_opaque *gex_MK_t;
+#define GEX_MK_INVALID ((gex_MK_t)(uintptr_t)0)
+#define GEX_MK_HOST ((gex_MK_t)(uintptr_t)1)
+
+/* One contiguous piece of memory (VIS vector calls). */
+typedef struct {
+  void *gex_addr;
+  size_t gex_len;
+} gex_Memvec_t;
+
+/* A progress thread GASNet asks the client to run (with
+ * GEX_FLAG_DEFER_THREADS): call gex_progress_fn(gex_progress_arg) on a
+ * thread of the client's, for the roles named (receive, send). */
+typedef unsigned int gex_ThreadRoles_t;
+#define GEX_THREAD_ROLE_RCV ((gex_ThreadRoles_t)1u << 0)
+#define GEX_THREAD_ROLE_SND ((gex_ThreadRoles_t)1u << 1)
+typedef struct {
+  gex_ThreadRoles_t gex_thread_roles;
+  const char *gex_device_list;
+  void *(*gex_progress_fn)(void *);
+  void *gex_progress_arg;
+} gex_ProgressThreadInfo_t;
+
 /* Events. GEX_EVENT_INVALID is an event that has already completed;
  * GEX_EVENT_NO_OP one that never needs waiting. The lc_opt constants
  * choose local completion for an AM or RMA call. */
@@ -154,7 +243,12 @@ extern const char *gasnet_ErrorName(int errval);
 extern const char *gasnet_ErrorDesc(int errval);
 
 /* ---------------------------------------------------------------------- */
-/* Flags. */
+/* Flags. As the specification allows, the bits a given call accepts are
+ * disjoint, but flags that no one call accepts together may share a bit:
+ * the point-to-point flags (RMA, AM, VIS, gex_AD_Op*) use bits 0-7, 13-15
+ * and 18-25; gex_AD_Create 26-28; endpoint hints 29-30; the Destroy calls
+ * 31; team construction (gex_TM_Split/Create) reuses 8-14, which only
+ * handler registration and point-to-point calls use otherwise. */
 
 #define GEX_FLAG_IMMEDIATE ((gex_Flags_t)1u << 0)
 #define GEX_FLAG_AM_PREPARE_LEAST_CLIENT ((gex_Flags_t)1u << 1)
@@ -163,6 +257,56 @@ extern const char *gasnet_ErrorDesc(int errval);
 #define GEX_FLAG_RANK_IS_JOBRANK ((gex_Flags_t)1u << 4)
 #define GEX_FLAG_SELF_SEG_UNKNOWN ((gex_Flags_t)1u << 5)
 #define GEX_FLAG_PEER_SEG_UNKNOWN ((gex_Flags_t)1u << 6)
+/* Where the local (SELF) and remote (PEER) addresses of a point-to-point
+ * call lie: UNKNOWN (the default) says nothing; SOME in some segment of
+ * the client; BOUND in the segment bound to the endpoint; OFFSET: the
+ * address is an offset into that bound segment [not supported here]. */
+#define GEX_FLAG_SELF_SEG_SOME ((gex_Flags_t)1u << 7)
+#define GEX_FLAG_SELF_SEG_BOUND ((gex_Flags_t)1u << 13)
+#define GEX_FLAG_SELF_SEG_OFFSET ((gex_Flags_t)1u << 14)
+#define GEX_FLAG_PEER_SEG_SOME ((gex_Flags_t)1u << 15)
+#define GEX_FLAG_PEER_SEG_BOUND ((gex_Flags_t)1u << 18)
+#define GEX_FLAG_PEER_SEG_OFFSET ((gex_Flags_t)1u << 19)
+/* Assertions that the peer is never this rank / never in this rank's
+ * neighbourhood (shared-memory peers). */
+#define GEX_FLAG_PEER_NEVER_SELF ((gex_Flags_t)1u << 20)
+#define GEX_FLAG_PEER_NEVER_NBRHD ((gex_Flags_t)1u << 21)
+
+/* Remote atomics (gasnet_ratomic.h). gex_AD_Op*: ACQ and REL fences (zero,
+ * one or both); MY_RANK or MY_NBRHD (at most one) asserts that the target
+ * is this rank's memory or its neighbourhood's. gex_AD_Create: at most one
+ * FAVOR_* bias for the implementation chosen. */
+#define GEX_FLAG_AD_ACQ ((gex_Flags_t)1u << 22)
+#define GEX_FLAG_AD_REL ((gex_Flags_t)1u << 23)
+#define GEX_FLAG_AD_MY_RANK ((gex_Flags_t)1u << 24)
+#define GEX_FLAG_AD_MY_NBRHD ((gex_Flags_t)1u << 25)
+#define GEX_FLAG_AD_FAVOR_MY_RANK ((gex_Flags_t)1u << 26)
+#define GEX_FLAG_AD_FAVOR_MY_NBRHD ((gex_Flags_t)1u << 27)
+#define GEX_FLAG_AD_FAVOR_REMOTE ((gex_Flags_t)1u << 28)
+
+/* Endpoint creation hints: which services the client wants accelerated. */
+#define GEX_FLAG_HINT_ACCEL_AD ((gex_Flags_t)1u << 29)
+#define GEX_FLAG_HINT_ACCEL_COLL ((gex_Flags_t)1u << 30)
+#define GEX_FLAG_HINT_ACCEL_ALL \
+  (GEX_FLAG_HINT_ACCEL_AD | GEX_FLAG_HINT_ACCEL_COLL)
+
+/* gex_TM_Destroy, gex_Segment_Destroy: the caller asserts that no
+ * communication on the object is still in flight anywhere. */
+#define GEX_FLAG_GLOBALLY_QUIESCED ((gex_Flags_t)1u << 31)
+
+/* Team construction (gex_TM_Split, gex_TM_Create): where the team's
+ * scratch space comes from (GLOBAL: the collective's callers' segments;
+ * LOCAL: this rank's; SYMMETRIC: the same offset everywhere; NO_SCRATCH:
+ * none), and the size queries (SCRATCH_SIZE_MIN / _RECOMMENDED: return the
+ * size instead of creating). SCRATCH_SEG_OFFSET: the scratch address is
+ * an offset into the bound segment. */
+#define GEX_FLAG_TM_GLOBAL_SCRATCH ((gex_Flags_t)1u << 8)
+#define GEX_FLAG_TM_LOCAL_SCRATCH ((gex_Flags_t)1u << 9)
+#define GEX_FLAG_TM_SYMMETRIC_SCRATCH ((gex_Flags_t)1u << 10)
+#define GEX_FLAG_TM_NO_SCRATCH ((gex_Flags_t)1u << 11)
+#define GEX_FLAG_TM_SCRATCH_SIZE_MIN ((gex_Flags_t)1u << 12)
+#define GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED ((gex_Flags_t)1u << 13)
+#define GEX_FLAG_SCRATCH_SEG_OFFSET ((gex_Flags_t)1u << 14)
 
 /* Handler registration: category and kind. */
 #define GEX_FLAG_AM_SHORT ((gex_Flags_t)1u << 8)
@@ -790,10 +934,231 @@ extern gex_Event_t gex_NBI_EndAccessRegion(gex_Flags_t flags);
 extern gex_Event_t gex_Event_QueryLeaf(gex_Event_t root,
                                        gex_EC_t event_category);
 
+/* ---------------------------------------------------------------------- */
+/* GASNet-1 names that GASNet-EX's gasnetex.h exports too (gasnet.h has the
+ * rest of the legacy API). */
+
+typedef gex_Rank_t gasnet_node_t;
+typedef uint8_t gasnet_handler_t;
+typedef gex_Token_t gasnet_token_t;
+typedef gex_AM_Arg_t gasnet_handlerarg_t;
+typedef gex_RMA_Value_t gasnet_register_value_t;
+#define SIZEOF_GASNET_REGISTER_VALUE_T SIZEOF_GEX_RMA_VALUE_T
+
+/* A rank's segment: its base (in its owner's addresses) and size. */
+typedef struct {
+  void *addr;
+  uintptr_t size;
+} gasnet_seginfo_t;
+
+/* Where each rank runs, by rank: `host` identifies its host (ranks on one
+ * host share the value), `supernode` the ranks it shares memory with (its
+ * neighbourhood); `offset` is what to add to an address in that rank's
+ * segment to reach it from here (for ranks whose segment is mapped here,
+ * once segments are attached; 0 otherwise). Fills min(numentries, ranks)
+ * entries. GASNET_OK, or GASNET_ERR_BAD_ARG for a bad table. */
+typedef struct {
+  gasnet_node_t host;
+  gasnet_node_t supernode;
+  intptr_t offset;
+} gasnet_nodeinfo_t;
+extern int gasnet_getNodeInfo(gasnet_nodeinfo_t *nodeinfo_table,
+                              int numentries);
+
+/* The largest segment gex_Segment_Attach / gasnet_attach may ask for, on
+ * this rank (Local) and on every rank (Global). */
+extern uintptr_t gasnet_getMaxLocalSegmentSize(void);
+extern uintptr_t gasnet_getMaxGlobalSegmentSize(void);
+
+/* getenv, as the job sees it (a value GASNET_* settings came from). */
+extern char *gasnet_getenv(const char *name);
+
+/* Split-phase barrier over all ranks, with optional names. Every rank
+ * notifies, then waits (or tries) with the id and flags it notified with.
+ * ANONYMOUS: this rank gives no name (matches any); UNNAMED: no rank of
+ * this barrier gives a name (an anonymous barrier). A wait returns
+ * GASNET_ERR_BARRIER_MISMATCH when two ranks gave different names, or a
+ * rank gave GASNET_BARRIERFLAG_MISMATCH. */
+#define GASNET_BARRIERFLAG_ANONYMOUS 1
+#define GASNET_BARRIERFLAG_MISMATCH 2
+#define GASNET_BARRIERFLAG_UNNAMED (GASNET_BARRIERFLAG_ANONYMOUS | 8)
+extern void gasnet_barrier_notify(int id, int flags);
+extern int gasnet_barrier_wait(int id, int flags);
+/* GASNET_ERR_NOT_READY while other ranks have not notified yet. */
+extern int gasnet_barrier_try(int id, int flags);
+extern int gasnet_barrier(int id, int flags);
+/* After the last barrier completed: GASNET_BARRIERFLAG_ANONYMOUS when no
+ * rank named it (*id then meaningless), 0 with the name in *id, or
+ * GASNET_ERR_BARRIER_MISMATCH. */
+extern int gasnet_barrier_result(int *id);
+
+/* How a thread waits in GASNet calls: SPIN polls; BLOCK and SPINBLOCK
+ * yield the CPU between polls. */
+#define GASNET_WAIT_SPIN 0
+#define GASNET_WAIT_BLOCK 1
+#define GASNET_WAIT_SPINBLOCK 2
+extern int gasnet_set_waitmode(int wait_mode);
+
+/* Thread information: an optimisation hint in GASNet (it saves looking up
+ * the calling thread's state); here GET names the calling thread and POST
+ * keeps it in a local variable no call needs. Every macro is usable where
+ * a declaration is (POST, BEGIN_FUNCTION) or an expression is (GET). */
+typedef void *gasnet_threadinfo_t;
+#define GASNET_GET_THREADINFO() \
+  ((gasnet_threadinfo_t)(void *)&_gex_am_handler_depth)
+#define GASNET_POST_THREADINFO(info)                                 \
+  __attribute__((__unused__)) gasnet_threadinfo_t _gex_threadinfo = \
+      (info)
+#define GASNET_BEGIN_FUNCTION() GASNET_POST_THREADINFO(GASNET_GET_THREADINFO())
+
+/* This rank in the job (an internal name of GASNet's that some clients
+ * read). */
+#define gasneti_mynode (gex_System_QueryJobRank())
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
 
 #include "gex_am_calls.h"
+
+/* The flags-taking Commit forms of spec 0.19 (gex_AM_Commit*N_v2): flags
+ * follow nbytes (Medium) or dest_addr (Long). No Commit flag is defined
+ * yet; the value is evaluated and ignored. */
+#define gex_AM_CommitRequestMedium0_v2(sd, h, nbytes, flags) \
+  ((void)(flags), gex_AM_CommitRequestMedium0(sd, h, nbytes))
+#define gex_AM_CommitRequestMedium1_v2(sd, h, nbytes, flags, a0) \
+  ((void)(flags), gex_AM_CommitRequestMedium1(sd, h, nbytes, a0))
+#define gex_AM_CommitRequestMedium2_v2(sd, h, nbytes, flags, a0, a1) \
+  ((void)(flags), gex_AM_CommitRequestMedium2(sd, h, nbytes, a0, a1))
+#define gex_AM_CommitRequestMedium3_v2(sd, h, nbytes, flags, a0, a1, a2) \
+  ((void)(flags), gex_AM_CommitRequestMedium3(sd, h, nbytes, a0, a1, a2))
+#define gex_AM_CommitRequestMedium4_v2(sd, h, nbytes, flags, a0, a1, a2, a3) \
+  ((void)(flags), gex_AM_CommitRequestMedium4(sd, h, nbytes, a0, a1, a2, a3))
+#define gex_AM_CommitRequestMedium5_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4) \
+  ((void)(flags), gex_AM_CommitRequestMedium5(sd, h, nbytes, a0, a1, a2, a3, a4))
+#define gex_AM_CommitRequestMedium6_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5) \
+  ((void)(flags), gex_AM_CommitRequestMedium6(sd, h, nbytes, a0, a1, a2, a3, a4, a5))
+#define gex_AM_CommitRequestMedium7_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6) \
+  ((void)(flags), gex_AM_CommitRequestMedium7(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6))
+#define gex_AM_CommitRequestMedium8_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
+  ((void)(flags), gex_AM_CommitRequestMedium8(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7))
+#define gex_AM_CommitRequestMedium9_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
+  ((void)(flags), gex_AM_CommitRequestMedium9(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8))
+#define gex_AM_CommitRequestMedium10_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+  ((void)(flags), gex_AM_CommitRequestMedium10(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
+#define gex_AM_CommitRequestMedium11_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
+  ((void)(flags), gex_AM_CommitRequestMedium11(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
+#define gex_AM_CommitRequestMedium12_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
+  ((void)(flags), gex_AM_CommitRequestMedium12(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
+#define gex_AM_CommitRequestMedium13_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
+  ((void)(flags), gex_AM_CommitRequestMedium13(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
+#define gex_AM_CommitRequestMedium14_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
+  ((void)(flags), gex_AM_CommitRequestMedium14(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
+#define gex_AM_CommitRequestMedium15_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
+  ((void)(flags), gex_AM_CommitRequestMedium15(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
+#define gex_AM_CommitRequestMedium16_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
+  ((void)(flags), gex_AM_CommitRequestMedium16(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
+#define gex_AM_CommitReplyMedium0_v2(sd, h, nbytes, flags) \
+  ((void)(flags), gex_AM_CommitReplyMedium0(sd, h, nbytes))
+#define gex_AM_CommitReplyMedium1_v2(sd, h, nbytes, flags, a0) \
+  ((void)(flags), gex_AM_CommitReplyMedium1(sd, h, nbytes, a0))
+#define gex_AM_CommitReplyMedium2_v2(sd, h, nbytes, flags, a0, a1) \
+  ((void)(flags), gex_AM_CommitReplyMedium2(sd, h, nbytes, a0, a1))
+#define gex_AM_CommitReplyMedium3_v2(sd, h, nbytes, flags, a0, a1, a2) \
+  ((void)(flags), gex_AM_CommitReplyMedium3(sd, h, nbytes, a0, a1, a2))
+#define gex_AM_CommitReplyMedium4_v2(sd, h, nbytes, flags, a0, a1, a2, a3) \
+  ((void)(flags), gex_AM_CommitReplyMedium4(sd, h, nbytes, a0, a1, a2, a3))
+#define gex_AM_CommitReplyMedium5_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4) \
+  ((void)(flags), gex_AM_CommitReplyMedium5(sd, h, nbytes, a0, a1, a2, a3, a4))
+#define gex_AM_CommitReplyMedium6_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5) \
+  ((void)(flags), gex_AM_CommitReplyMedium6(sd, h, nbytes, a0, a1, a2, a3, a4, a5))
+#define gex_AM_CommitReplyMedium7_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6) \
+  ((void)(flags), gex_AM_CommitReplyMedium7(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6))
+#define gex_AM_CommitReplyMedium8_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
+  ((void)(flags), gex_AM_CommitReplyMedium8(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7))
+#define gex_AM_CommitReplyMedium9_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
+  ((void)(flags), gex_AM_CommitReplyMedium9(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8))
+#define gex_AM_CommitReplyMedium10_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+  ((void)(flags), gex_AM_CommitReplyMedium10(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
+#define gex_AM_CommitReplyMedium11_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
+  ((void)(flags), gex_AM_CommitReplyMedium11(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
+#define gex_AM_CommitReplyMedium12_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
+  ((void)(flags), gex_AM_CommitReplyMedium12(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
+#define gex_AM_CommitReplyMedium13_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
+  ((void)(flags), gex_AM_CommitReplyMedium13(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
+#define gex_AM_CommitReplyMedium14_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
+  ((void)(flags), gex_AM_CommitReplyMedium14(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
+#define gex_AM_CommitReplyMedium15_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
+  ((void)(flags), gex_AM_CommitReplyMedium15(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
+#define gex_AM_CommitReplyMedium16_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
+  ((void)(flags), gex_AM_CommitReplyMedium16(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
+#define gex_AM_CommitRequestLong0_v2(sd, h, nbytes, dest, flags) \
+  ((void)(flags), gex_AM_CommitRequestLong0(sd, h, nbytes, dest))
+#define gex_AM_CommitRequestLong1_v2(sd, h, nbytes, dest, flags, a0) \
+  ((void)(flags), gex_AM_CommitRequestLong1(sd, h, nbytes, dest, a0))
+#define gex_AM_CommitRequestLong2_v2(sd, h, nbytes, dest, flags, a0, a1) \
+  ((void)(flags), gex_AM_CommitRequestLong2(sd, h, nbytes, dest, a0, a1))
+#define gex_AM_CommitRequestLong3_v2(sd, h, nbytes, dest, flags, a0, a1, a2) \
+  ((void)(flags), gex_AM_CommitRequestLong3(sd, h, nbytes, dest, a0, a1, a2))
+#define gex_AM_CommitRequestLong4_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3) \
+  ((void)(flags), gex_AM_CommitRequestLong4(sd, h, nbytes, dest, a0, a1, a2, a3))
+#define gex_AM_CommitRequestLong5_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4) \
+  ((void)(flags), gex_AM_CommitRequestLong5(sd, h, nbytes, dest, a0, a1, a2, a3, a4))
+#define gex_AM_CommitRequestLong6_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5) \
+  ((void)(flags), gex_AM_CommitRequestLong6(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5))
+#define gex_AM_CommitRequestLong7_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6) \
+  ((void)(flags), gex_AM_CommitRequestLong7(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6))
+#define gex_AM_CommitRequestLong8_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
+  ((void)(flags), gex_AM_CommitRequestLong8(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7))
+#define gex_AM_CommitRequestLong9_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
+  ((void)(flags), gex_AM_CommitRequestLong9(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8))
+#define gex_AM_CommitRequestLong10_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+  ((void)(flags), gex_AM_CommitRequestLong10(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
+#define gex_AM_CommitRequestLong11_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
+  ((void)(flags), gex_AM_CommitRequestLong11(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
+#define gex_AM_CommitRequestLong12_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
+  ((void)(flags), gex_AM_CommitRequestLong12(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
+#define gex_AM_CommitRequestLong13_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
+  ((void)(flags), gex_AM_CommitRequestLong13(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
+#define gex_AM_CommitRequestLong14_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
+  ((void)(flags), gex_AM_CommitRequestLong14(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
+#define gex_AM_CommitRequestLong15_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
+  ((void)(flags), gex_AM_CommitRequestLong15(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
+#define gex_AM_CommitRequestLong16_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
+  ((void)(flags), gex_AM_CommitRequestLong16(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
+#define gex_AM_CommitReplyLong0_v2(sd, h, nbytes, dest, flags) \
+  ((void)(flags), gex_AM_CommitReplyLong0(sd, h, nbytes, dest))
+#define gex_AM_CommitReplyLong1_v2(sd, h, nbytes, dest, flags, a0) \
+  ((void)(flags), gex_AM_CommitReplyLong1(sd, h, nbytes, dest, a0))
+#define gex_AM_CommitReplyLong2_v2(sd, h, nbytes, dest, flags, a0, a1) \
+  ((void)(flags), gex_AM_CommitReplyLong2(sd, h, nbytes, dest, a0, a1))
+#define gex_AM_CommitReplyLong3_v2(sd, h, nbytes, dest, flags, a0, a1, a2) \
+  ((void)(flags), gex_AM_CommitReplyLong3(sd, h, nbytes, dest, a0, a1, a2))
+#define gex_AM_CommitReplyLong4_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3) \
+  ((void)(flags), gex_AM_CommitReplyLong4(sd, h, nbytes, dest, a0, a1, a2, a3))
+#define gex_AM_CommitReplyLong5_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4) \
+  ((void)(flags), gex_AM_CommitReplyLong5(sd, h, nbytes, dest, a0, a1, a2, a3, a4))
+#define gex_AM_CommitReplyLong6_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5) \
+  ((void)(flags), gex_AM_CommitReplyLong6(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5))
+#define gex_AM_CommitReplyLong7_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6) \
+  ((void)(flags), gex_AM_CommitReplyLong7(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6))
+#define gex_AM_CommitReplyLong8_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
+  ((void)(flags), gex_AM_CommitReplyLong8(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7))
+#define gex_AM_CommitReplyLong9_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
+  ((void)(flags), gex_AM_CommitReplyLong9(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8))
+#define gex_AM_CommitReplyLong10_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+  ((void)(flags), gex_AM_CommitReplyLong10(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
+#define gex_AM_CommitReplyLong11_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
+  ((void)(flags), gex_AM_CommitReplyLong11(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
+#define gex_AM_CommitReplyLong12_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
+  ((void)(flags), gex_AM_CommitReplyLong12(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
+#define gex_AM_CommitReplyLong13_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
+  ((void)(flags), gex_AM_CommitReplyLong13(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
+#define gex_AM_CommitReplyLong14_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
+  ((void)(flags), gex_AM_CommitReplyLong14(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
+#define gex_AM_CommitReplyLong15_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
+  ((void)(flags), gex_AM_CommitReplyLong15(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
+#define gex_AM_CommitReplyLong16_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
+  ((void)(flags), gex_AM_CommitReplyLong16(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
 
 #endif /* GASNETEX_H */
