@@ -4,7 +4,11 @@
 #include "gasnet_tools.h"
 
 #include <execinfo.h>
+#include <limits.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +33,11 @@
 #include "base/host_id.h"
 #include "base/string_view.h"
 #include "base/timer.h"
+
+// The client's gasnett_backtrace_user, if it defined one: a weak reference,
+// so that a client that does not define it still links (its address is then
+// null).
+#pragma weak gasnett_backtrace_user
 
 namespace gexrt::tools {
 namespace {
@@ -122,6 +131,19 @@ bool IsUnsetOrEmpty(const std::optional<std::string>& raw) {
   return !raw.has_value() || StripWhitespace(*raw).empty();
 }
 
+int ExecinfoBacktrace(int fd) {
+  void* frames[128];
+  const int depth = backtrace(frames, 128);
+  if (depth <= 0) return 1;
+  backtrace_symbols_fd(frames, depth, fd);
+  return 0;
+}
+
+// The client's gasnett_backtrace_user, or null if it defined none.
+const gasnett_backtrace_type_t* UserBacktrace() {
+  return &gasnett_backtrace_user;
+}
+
 int PrintBacktraceIfEnabled(int fd) {
   return BacktraceEnabled() ? gasnett_print_backtrace(fd) : 1;
 }
@@ -147,13 +169,166 @@ double gasnett_tick_overheadus(void) {
   return gexrt::TickOverheadNs() / 1000.0;
 }
 
-void gasnett_nsleep(uint64_t ns) {
+int gasnett_nsleep(uint64_t ns) {
   timespec remaining;
   remaining.tv_sec = static_cast<time_t>(ns / 1'000'000'000u);
   remaining.tv_nsec = static_cast<long>(ns % 1'000'000'000u);
-  // A signal handler interrupts nanosleep; sleep out what is left.
-  while (nanosleep(&remaining, &remaining) != 0 && errno == EINTR) {
+  // A signal handler interrupts nanosleep; sleep out what is left, so that
+  // the caller always gets the delay it asked for.
+  while (nanosleep(&remaining, &remaining) != 0) {
+    if (errno != EINTR) return -1;
   }
+  return 0;
+}
+
+uint64_t gasnett_gettimeofday_us(void) {
+  timeval now;
+  gettimeofday(&now, nullptr);
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000u +
+         static_cast<uint64_t>(now.tv_usec);
+}
+
+// ---- versions, configuration, executable ----------------------------------
+
+uint64_t gasnett_release_version(void) {
+  return uint64_t{GASNETT_RELEASE_VERSION_MAJOR} * 1'000'000u +
+         uint64_t{GASNETT_RELEASE_VERSION_MINOR} * 10'000u +
+         uint64_t{GASNETT_RELEASE_VERSION_PATCH};
+}
+
+const char* gasnett_release_version_str(void) {
+  return GEX_TOOLS_I_RELEASE_STR;
+}
+
+const char* gasnett_performance_warning_str(void) {
+  // What this library was compiled with: --config=dbg and --config=trace
+  // define these for every file, the library included.
+  static const char* const warning =
+#if defined(GEX_DEBUG) && GEX_DEBUG
+      "        debug checks (GEX_DEBUG)\n"
+#endif
+#if defined(GASNET_TRACE)
+      "        tracing (GASNET_TRACE)\n"
+#endif
+#if defined(GASNET_STATS)
+      "        statistics collection (GASNET_STATS)\n"
+#endif
+      "";
+  return warning;
+}
+
+const char* gasnett_exe_name(void) {
+  // Computed once: the executable does not change under a running process.
+  static const std::string* const name = [] {
+    char path[PATH_MAX + 1];
+    const ssize_t length = readlink("/proc/self/exe", path, PATH_MAX);
+    return new std::string(length > 0 ? std::string(path, length) : "");
+  }();
+  return name->c_str();
+}
+
+// ---- signals and resource limits -------------------------------------------
+
+gasnett_sighandlerfn_t gasnett_reghandler(int sigtocatch,
+                                          gasnett_sighandlerfn_t fp) {
+  struct sigaction action;
+  struct sigaction previous;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = fp;
+  sigemptyset(&action.sa_mask);
+  // Like signal() on glibc: restart interrupted calls, keep the handler.
+  action.sa_flags = SA_RESTART;
+  if (sigaction(sigtocatch, &action, &previous) != 0) {
+    gexrt::FatalErrorF(
+        "gasnett_reghandler: cannot install a handler for "
+        "signal %d: %s",
+        sigtocatch, std::strerror(errno));
+  }
+  return previous.sa_handler;
+}
+
+int gasnett_maximize_rlimit(int res, const char* lim_desc) {
+  rlimit limit;
+  if (getrlimit(res, &limit) != 0) {
+    gexrt::WarningF("gasnett_maximize_rlimit: cannot read %s: %s", lim_desc,
+                    std::strerror(errno));
+    return 0;
+  }
+  if (limit.rlim_cur == limit.rlim_max) return 1;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(res, &limit) != 0) {
+    gexrt::WarningF("gasnett_maximize_rlimit: cannot raise %s: %s", lim_desc,
+                    std::strerror(errno));
+    return 0;
+  }
+  return 1;
+}
+
+int gasnett_maximize_rlimits(void) {
+  int ok = 1;
+  ok &= gasnett_maximize_rlimit(RLIMIT_AS, "RLIMIT_AS");
+  ok &= gasnett_maximize_rlimit(RLIMIT_DATA, "RLIMIT_DATA");
+  ok &= gasnett_maximize_rlimit(RLIMIT_RSS, "RLIMIT_RSS");
+  ok &= gasnett_maximize_rlimit(RLIMIT_STACK, "RLIMIT_STACK");
+  ok &= gasnett_maximize_rlimit(RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK");
+  ok &= gasnett_maximize_rlimit(RLIMIT_CPU, "RLIMIT_CPU");
+  return ok;
+}
+
+// ---- data utilities
+// ----------------------------------------------------------
+
+uint64_t gasnett_checksum(const void* p, int numbytes) {
+  // FNV-1a over the bytes: order-sensitive, no table, same on every host.
+  uint64_t hash = 0xcbf29ce484222325u;
+  const unsigned char* bytes = static_cast<const unsigned char*>(p);
+  for (int i = 0; i < numbytes; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3u;
+  }
+  return hash;
+}
+
+size_t gasnett_count0s(const void* p, size_t numbytes) {
+  const unsigned char* bytes = static_cast<const unsigned char*>(p);
+  size_t zeros = 0;
+  size_t i = 0;
+  // Eight bytes at a time: a zero byte of `word` leaves the high bit of its
+  // byte in `flagged` set, and no other byte does (the classic
+  // haszero trick, made exact by masking the carries out first).
+  constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7fu;
+  for (; i + 8 <= numbytes; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    const uint64_t flagged = ~(((word & kLow7) + kLow7) | word | kLow7);
+    zeros += static_cast<size_t>(__builtin_popcountll(flagged));
+  }
+  for (; i < numbytes; ++i) zeros += bytes[i] == 0;
+  return zeros;
+}
+
+size_t gasnett_count0s_copy(void* dst, const void* src, size_t numbytes) {
+  std::memcpy(dst, src, numbytes);
+  return gasnett_count0s(dst, numbytes);
+}
+
+char* gasnett_format_number(int64_t val, char* buf, size_t bufsz,
+                            int is_mem_size) {
+  if (buf == nullptr || bufsz == 0) return buf;
+  if (!is_mem_size || val <= 0) {
+    std::snprintf(buf, bufsz, "%" PRId64, val);
+    return buf;
+  }
+  // The largest unit that divides val exactly, so parsing gives val back.
+  static constexpr const char* kUnits[] = {"B", "KB", "MB", "GB", "TB"};
+  int unit = 0;
+  int64_t scaled = val;
+  while (unit < 4 && scaled % 1024 == 0) {
+    scaled /= 1024;
+    ++unit;
+  }
+  std::snprintf(buf, bufsz, "%" PRId64 "%s", scaled, kUnits[unit]);
+  return buf;
 }
 
 // ---- errors, backtraces, process control ----------------------------------
@@ -186,11 +361,31 @@ void gasnett_backtrace_init(const char* exename) {
 }
 
 int gasnett_print_backtrace(int fd) {
-  void* frames[128];
-  const int depth = backtrace(frames, 128);
-  if (depth <= 0) return 1;
-  backtrace_symbols_fd(frames, depth, fd);
-  return 0;
+  // The mechanisms in the order GASNET_BACKTRACE_TYPE names them, read at
+  // each call (clients set it at run time); by default the client's own
+  // first. No allocation: this may run in a failing process.
+  const gasnett_backtrace_type_t* user = gexrt::tools::UserBacktrace();
+  const char* list = std::getenv("GASNET_BACKTRACE_TYPE");
+  if (list == nullptr || *list == '\0') {
+    if (user != nullptr && user->fnp != nullptr && user->fnp(fd) == 0) {
+      return 0;
+    }
+    return gexrt::tools::ExecinfoBacktrace(fd);
+  }
+  const char* p = list;
+  while (*p != '\0') {
+    const char* end = p;
+    while (*end != '\0' && *end != ',') ++end;
+    const std::string_view name(p, static_cast<size_t>(end - p));
+    if (name == "EXECINFO") {
+      if (gexrt::tools::ExecinfoBacktrace(fd) == 0) return 0;
+    } else if (user != nullptr && user->fnp != nullptr &&
+               user->name != nullptr && name == user->name) {
+      if (user->fnp(fd) == 0) return 0;
+    }
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 1;
 }
 
 int (*gasnett_print_backtrace_ifenabled)(int fd) =

@@ -17,10 +17,15 @@
  *   if (gasnett_atomic_decrement_and_test(&refs, GASNETT_ATOMIC_REL)) ...
  *
  * Differences from GASNet worth knowing:
- *  - There is one threading mode. Atomics are always real atomic
- *    instructions and mutexes always lock, whether or not the client
- *    defines GASNETT_THREAD_SAFE (this header neither requires nor defines
- *    it). The "strong" atomics are therefore the same as the plain ones.
+ *  - The threading model (GASNETT_THREAD_SAFE or GASNETT_THREAD_SINGLE,
+ *    decided as GASNet decides it) changes no behaviour: atomics are always
+ *    real atomic instructions and mutexes always lock. The "strong" atomics
+ *    are therefore the same as the plain ones.
+ *  - Tracing and statistics (GASNETT_TRACE_*, GASNETT_STATS_*) are real in a
+ *    file compiled with GASNET_TRACE / GASNET_STATS defined (the project's
+ *    --config=trace) and expand to nothing otherwise, in a tools-only client
+ *    as in a conduit client. Only the client's own messages (mask letter H)
+ *    are traced so far: the communication layers do not yet feed events.
  *  - Read-modify-write atomics are always sequentially consistent, whatever
  *    fence flags are passed; flags only add ordering to reads and writes.
  *  - gasnett_ticks_now() is an ordinary function call, not inline: the tick
@@ -36,29 +41,82 @@
  */
 #ifndef GEX_API_TOOLS_GASNET_TOOLS_H_
 #define GEX_API_TOOLS_GASNET_TOOLS_H_
+#define _GASNET_TOOLS_H 1
+#define _INCLUDED_GASNET_TOOLS_H 1
+
+/* ------------------------------------------------------------------------
+ * Threading model, decided as GASNet decides it: GASNETT_THREAD_SAFE (a
+ * client that runs several threads, linked with the _par tools library) or
+ * GASNETT_THREAD_SINGLE (the _seq library); a conduit client's GASNET_PAR /
+ * GASNET_PARSYNC / GASNET_SEQ decide it too. With none of them, a client
+ * compiled for threads (-pthread defines _REENTRANT) is thread-safe. gex's
+ * tools behave the same in both models (atomics are always atomic, mutexes
+ * always lock): the model only names the configuration (GASNETT_THREAD_MODEL,
+ * GASNETT_CONFIG_STRING).
+ */
+#if defined(GASNETT_THREAD_SAFE) + defined(GASNETT_THREAD_SINGLE) + \
+        defined(GASNETT_LITE_MODE) >                                \
+    1
+#error \
+    "define at most one of GASNETT_THREAD_SAFE, GASNETT_THREAD_SINGLE, GASNETT_LITE_MODE"
+#endif
+#if defined(GASNETT_THREAD_SAFE) && defined(GASNET_SEQ)
+#error \
+    "GASNETT_THREAD_SAFE conflicts with GASNET_SEQ (a single-threaded conduit client)"
+#endif
+#if defined(GASNETT_THREAD_SINGLE) && \
+    (defined(GASNET_PAR) || defined(GASNET_PARSYNC))
+#error "GASNETT_THREAD_SINGLE conflicts with GASNET_PAR/GASNET_PARSYNC"
+#endif
+#if defined(GASNETT_LITE_MODE)
+#undef GASNETT_LITE_MODE
+#define GASNETT_LITE_MODE 1
+#define GASNETT_THREAD_MODEL LITE
+#elif defined(GASNETT_THREAD_SAFE) || defined(GASNET_PAR) ||    \
+    defined(GASNET_PARSYNC) ||                                  \
+    (!defined(GASNET_SEQ) && !defined(GASNETT_THREAD_SINGLE) && \
+     (defined(_REENTRANT) || defined(_THREAD_SAFE) ||           \
+      defined(PTHREAD_MUTEX_INITIALIZER)))
+#undef GASNETT_THREAD_SAFE
+#define GASNETT_THREAD_SAFE 1
+#define GASNETT_THREAD_MODEL PAR
+#else
+#undef GASNETT_THREAD_SINGLE
+#define GASNETT_THREAD_SINGLE 1
+#define GASNETT_THREAD_MODEL SEQ
+#endif
+#ifndef GASNETT_LITE_MODE
+#define GASNETT_LITE_MODE 0
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 /* GASNet's header makes these available to its clients too; some rely on
  * it. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#if !defined(__GNUC__) && !defined(__clang__)
-#error "gasnet_tools.h needs a GCC-compatible compiler (GCC or Clang)"
-#endif
+#include "gasnet_portable_platform.h"
 
 /* ------------------------------------------------------------------------
  * Versions and configuration
  */
 
-/* The GASNet release whose interface this implements. */
-#define GASNETT_RELEASE_VERSION_MAJOR 2025
-#define GASNETT_RELEASE_VERSION_MINOR 2
-#define GASNETT_RELEASE_VERSION_PATCH 0
+/* The GASNet release this implements (also what gasnetex.h reports; a
+ * tools-only client gets the numbers here). */
+#ifndef GASNET_RELEASE_VERSION_MAJOR
+#define GASNET_RELEASE_VERSION_MAJOR 2025
+#define GASNET_RELEASE_VERSION_MINOR 8
+#define GASNET_RELEASE_VERSION_PATCH 0
+#endif
+#define GASNETT_RELEASE_VERSION_MAJOR GASNET_RELEASE_VERSION_MAJOR
+#define GASNETT_RELEASE_VERSION_MINOR GASNET_RELEASE_VERSION_MINOR
+#define GASNETT_RELEASE_VERSION_PATCH GASNET_RELEASE_VERSION_PATCH
 
 /* The GASNet tools specification version the interface follows. */
 #define GASNETT_SPEC_VERSION_MAJOR 1
@@ -86,10 +144,11 @@
   "." GEX_TOOLS_I_XSTR(GASNETT_SPEC_VERSION_MINOR)
 
 /* A description of this build, for clients that print or compare it:
- * "RELEASE=2025.2.0,SPEC=1.20,EXSPEC=0.18,PTR=64bit,gex". */
+ * "RELEASE=2025.8.0,SPEC=1.20,EXSPEC=0.19,PTR=64bit,PAR,gex". */
 #define GASNETT_CONFIG_STRING                                      \
   "RELEASE=" GEX_TOOLS_I_RELEASE_STR ",SPEC=" GEX_TOOLS_I_SPEC_STR \
-  ",EXSPEC=0.18,PTR=" GEX_TOOLS_I_PTR_CONFIG ",gex"
+  ",EXSPEC=0.19,PTR=" GEX_TOOLS_I_PTR_CONFIG                       \
+  "," GEX_TOOLS_I_XSTR(GASNETT_THREAD_MODEL) ",gex"
 
 /* The target this code is compiled for, as a GNU triple. */
 #if defined(__x86_64__) && defined(__linux__)
@@ -105,15 +164,10 @@
 #endif
 
 /* The compiler, as "|COMPILER_FAMILY:<family>|COMPILER_VERSION:<x.y.z>|". */
-#if defined(__clang__)
-#define GASNETT_PLATFORM_COMPILER_IDSTR                            \
-  "|COMPILER_FAMILY:CLANG|COMPILER_VERSION:" GEX_TOOLS_I_VERSION3( \
-      __clang_major__, __clang_minor__, __clang_patchlevel__) "|"
-#else
-#define GASNETT_PLATFORM_COMPILER_IDSTR                          \
-  "|COMPILER_FAMILY:GNU|COMPILER_VERSION:" GEX_TOOLS_I_VERSION3( \
-      __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__) "|"
-#endif
+#define GASNETT_PLATFORM_COMPILER_IDSTR PLATFORM_COMPILER_IDSTR
+#define GASNETT_PLATFORM_COMPILER_FAMILYID PLATFORM_COMPILER_FAMILYID
+#define GASNETT_PLATFORM_COMPILER_ID PLATFORM_COMPILER_ID
+#define GASNETT_PLATFORM_COMPILER_VERSION PLATFORM_COMPILER_VERSION
 
 /* Conservative sizes for layout decisions (compile-time constants). */
 #define GASNETT_CACHE_LINE_BYTES 64
@@ -166,6 +220,44 @@
 #define if_pf(cond) if (GASNETT_PREDICT_FALSE(cond))
 #endif
 
+/* Marks arguments as used (to silence -Wunused-parameter), as an
+ * expression statement: GASNETT_UNUSED_ARGS2(token, arg); */
+#define GASNETT_UNUSED_ARGS1(a) ((void)(a))
+#define GASNETT_UNUSED_ARGS2(a, b) (GASNETT_UNUSED_ARGS1(a), (void)(b))
+#define GASNETT_UNUSED_ARGS3(a, b, c) (GASNETT_UNUSED_ARGS2(a, b), (void)(c))
+#define GASNETT_UNUSED_ARGS4(a, b, c, d) \
+  (GASNETT_UNUSED_ARGS3(a, b, c), (void)(d))
+#define GASNETT_UNUSED_ARGS5(a, b, c, d, e) \
+  (GASNETT_UNUSED_ARGS4(a, b, c, d), (void)(e))
+#define GASNETT_UNUSED_ARGS6(a, b, c, d, e, f) \
+  (GASNETT_UNUSED_ARGS5(a, b, c, d, e), (void)(f))
+#define GASNETT_UNUSED_ARGS7(a, b, c, d, e, f, g) \
+  (GASNETT_UNUSED_ARGS6(a, b, c, d, e, f), (void)(g))
+#define GASNETT_UNUSED_ARGS8(a, b, c, d, e, f, g, h) \
+  (GASNETT_UNUSED_ARGS7(a, b, c, d, e, f, g), (void)(h))
+
+/* Falls through to the next case label without a warning. */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define GASNETT_FALLTHROUGH [[fallthrough]];
+#else
+#define GASNETT_FALLTHROUGH __attribute__((__fallthrough__));
+#endif
+
+/* Nonzero iff expr is a compile-time constant (the optimiser's view). */
+#define gasnett_constant_p(expr) __builtin_constant_p(expr)
+
+/* Tells the compiler this point is never reached (after a call that cannot
+ * return, in a switch's impossible default). Reaching it is undefined
+ * behaviour, except with GEX_DEBUG, where it is a fatal error naming the
+ * place. */
+#if defined(GEX_DEBUG) && GEX_DEBUG
+#define gasnett_unreachable()                                          \
+  gasnett_fatalerror("gasnett_unreachable() reached at %s:%d in %s()", \
+                     __FILE__, __LINE__, __func__)
+#else
+#define gasnett_unreachable() __builtin_unreachable()
+#endif
+
 /* Embeds identText in the executable (for the RCS `ident` tool). Use at
  * file scope: GASNETT_IDENT(my_id, "$MyLib: 1.0 $"); */
 #define GASNETT_IDENT(identName, identText) \
@@ -215,8 +307,12 @@ static inline uint64_t gasnett_ticks_to_us(gasnett_tick_t ticks) {
 extern double gasnett_tick_granularityus(void);
 extern double gasnett_tick_overheadus(void);
 
-/* Sleeps for at least ns nanoseconds. */
-extern void gasnett_nsleep(uint64_t ns);
+/* Sleeps for at least ns nanoseconds (a signal handler's interruption is
+ * slept out). Returns 0, or -1 with errno set when the sleep failed. */
+extern int gasnett_nsleep(uint64_t ns);
+
+/* The wall-clock time (gettimeofday()) in microseconds since the epoch. */
+extern uint64_t gasnett_gettimeofday_us(void);
 
 /* ------------------------------------------------------------------------
  * Memory barriers (between the threads of one process)
@@ -687,8 +783,373 @@ static inline int gasnett_cond_wait(gasnett_cond_t *pc, gasnett_mutex_t *pl) {
   return rc;
 }
 
+/* ------------------------------------------------------------------------
+ * Versions, configuration and executable
+ */
+
+/* The release as a number that grows with every release:
+ * major * 1000000 + minor * 10000 + patch (2025080000 for 2025.8.0). */
+extern uint64_t gasnett_release_version(void);
+
+/* The release as "major.minor.patch" ("2025.8.0"). */
+extern const char *gasnett_release_version_str(void);
+
+/* The library's configuration options that cost performance (debug checks,
+ * tracing, statistics), one per line, each line indented; "" when there are
+ * none. Clients print it as a warning when it is not empty. */
+extern const char *gasnett_performance_warning_str(void);
+
+/* The absolute path of this process's executable (/proc/self/exe), or ""
+ * when it cannot be found. Valid for the life of the process. */
+extern const char *gasnett_exe_name(void);
+
+/* ------------------------------------------------------------------------
+ * Signals and resource limits
+ */
+
+typedef void (*gasnett_sighandlerfn_t)(int);
+
+/* Installs fp (a function, SIG_DFL or SIG_IGN) for signal sigtocatch and
+ * returns the previous handler. An invalid signal is a fatal error. */
+extern gasnett_sighandlerfn_t gasnett_reghandler(int sigtocatch,
+                                                 gasnett_sighandlerfn_t fp);
+
+/* Raises the soft limit of resource res (an RLIMIT_* constant) to its hard
+ * limit; lim_desc names it in the warning a failure prints. Returns 1 when
+ * the soft limit now equals the hard limit, else 0. */
+extern int gasnett_maximize_rlimit(int res, const char *lim_desc);
+
+/* gasnett_maximize_rlimit for every limit on a process's memory and
+ * execution (address space, data, resident set, stack, locked memory, CPU
+ * time); not file-system limits. Returns 1 when all succeeded, else 0. */
+extern int gasnett_maximize_rlimits(void);
+
+/* ------------------------------------------------------------------------
+ * Data utilities
+ */
+
+/* A 64-bit checksum of the numbytes bytes at p (numbytes <= 0: nothing).
+ * Cheap, deterministic across runs and processes, and sensitive to the
+ * order of bytes; not cryptographic. */
+extern uint64_t gasnett_checksum(const void *p, int numbytes);
+
+/* The number of bytes equal to zero in the machine representation of x. */
+static inline int gasnett_count0s_uint64_t(uint64_t x) {
+  int zeros = 0;
+  int i;
+  for (i = 0; i < 8; ++i) zeros += ((x >> (8 * i)) & 0xff) == 0;
+  return zeros;
+}
+static inline int gasnett_count0s_uint32_t(uint32_t x) {
+  /* The upper four bytes of the widened value are nonzero: not counted. */
+  return gasnett_count0s_uint64_t((uint64_t)x | 0xffffffff00000000ull);
+}
+static inline int gasnett_count0s_uintptr_t(uintptr_t x) {
+#if __SIZEOF_POINTER__ == 8
+  return gasnett_count0s_uint64_t((uint64_t)x);
+#else
+  return gasnett_count0s_uint32_t((uint32_t)x);
+#endif
+}
+
+/* The number of zero bytes in [p, p + numbytes). */
+extern size_t gasnett_count0s(const void *p, size_t numbytes);
+
+/* Copies numbytes from src to dst (which must not overlap) and returns the
+ * number of zero bytes copied: gasnett_count0s(memcpy(dst, src, n), n) in
+ * one pass. */
+extern size_t gasnett_count0s_copy(void *GASNETT_RESTRICT dst,
+                                   const void *GASNETT_RESTRICT src,
+                                   size_t numbytes);
+
+/* Formats val into buf (bufsz bytes, always NUL-terminated) and returns
+ * buf. As a memory size (is_mem_size nonzero): the largest unit among B,
+ * KB, MB, GB, TB that divides val exactly ("64KB", "1536B"), so that
+ * gasnett_parse_int(buf, 1) gives val back; otherwise a decimal integer. */
+extern char *gasnett_format_number(int64_t val, char *buf, size_t bufsz,
+                                   int is_mem_size);
+
+/* ------------------------------------------------------------------------
+ * Thread-specific data
+ *
+ *   GASNETT_THREADKEY_DEFINE(mykey);    at file scope in exactly one file
+ *   GASNETT_THREADKEY_DECLARE(mykey);   in a header, to use it elsewhere
+ *   void *v = gasnett_threadkey_get(mykey);     NULL until set
+ *   gasnett_threadkey_set(mykey, v);
+ *   gasnett_threadkey_init(mykey);      optional (any number of times)
+ *   gasnett_threadkey_get_noinit(mykey) / _set_noinit(mykey, v)
+ *
+ * Each thread has its own value (compiler thread-local storage, which needs
+ * no initialisation, so the _noinit forms are the same calls).
+ */
+#define GEX_TOOLS_I_THREADKEY(key) gex_tools_i_threadkey_##key
+/* Storing the address of a local in a key is legitimate (the thread clears
+ * or stops using it before the local dies), but GCC's -Wdangling-pointer
+ * (in -Wall) flags it; the empty asm hides where the pointer came from. */
+static inline void gex_tools_i_threadkey_store(void **slot, void *value) {
+  __asm__("" : "+r"(value));
+  *slot = value;
+}
+#define GASNETT_THREADKEY_DECLARE(key) \
+  extern __thread void *GEX_TOOLS_I_THREADKEY(key)
+#define GASNETT_THREADKEY_DEFINE(key) \
+  __thread void *GEX_TOOLS_I_THREADKEY(key) = NULL
+#define gasnett_threadkey_get(key) ((void *)GEX_TOOLS_I_THREADKEY(key))
+#define gasnett_threadkey_set(key, newval) \
+  gex_tools_i_threadkey_store(&GEX_TOOLS_I_THREADKEY(key), (void *)(newval))
+#define gasnett_threadkey_init(key) ((void)&GEX_TOOLS_I_THREADKEY(key))
+#define gasnett_threadkey_get_noinit(key) gasnett_threadkey_get(key)
+#define gasnett_threadkey_set_noinit(key, newval) \
+  gasnett_threadkey_set(key, newval)
+
+/* ------------------------------------------------------------------------
+ * Backtrace extension
+ *
+ * A client adds its own backtrace mechanism by defining, in one file:
+ *
+ *   gasnett_backtrace_type_t gasnett_backtrace_user = {
+ *     "MYAPP", &myapp_backtrace, 1 };
+ *
+ * gasnett_print_backtrace(fd) then tries the mechanisms named in
+ * GASNET_BACKTRACE_TYPE (comma-separated, in order; default "<name>,EXECINFO"
+ * with the client's name first) until one returns 0. EXECINFO is glibc's
+ * backtrace(). Unknown names in the list are skipped.
+ */
+typedef struct {
+  const char *name;  /* upper-case name for GASNET_BACKTRACE_TYPE */
+  int (*fnp)(int);   /* writes a backtrace to the fd; 0 on success */
+  int threadsupport; /* nonzero if it backtraces the calling thread */
+} gasnett_backtrace_type_t;
+extern gasnett_backtrace_type_t gasnett_backtrace_user;
+
+/* ------------------------------------------------------------------------
+ * Tracing and statistics
+ *
+ * In a file compiled with GASNET_TRACE defined (GASNet's --enable-trace;
+ * here --config=trace), the GASNETT_TRACE_* macros write to the trace file
+ * that GASNET_TRACEFILE names; with GASNET_STATS defined the GASNETT_STATS_*
+ * macros write to GASNET_STATSFILE. Otherwise every one of them expands to
+ * a constant or a no-op whose arguments are not evaluated (but are still
+ * type-checked, and count as used).
+ *
+ *   GASNETT_TRACE_PRINTF(fmt, ...)        a line in the trace, if the mask
+ *                                         has H (client messages)
+ *   GASNETT_TRACE_PRINTF_FORCE(fmt, ...)  a line whatever the mask
+ *   GASNETT_TRACE_ENABLED                 nonzero iff PRINTF would write
+ *   GASNETT_TRACE_GETMASK() / SETMASK(m)  the mask (letters, see README)
+ *   GASNETT_TRACE_GET_TRACELOCAL() / SET_TRACELOCAL(v)
+ *   GASNETT_TRACE_SETSOURCELINE(file, line) / GETSOURCELINE(&file, &line)
+ *   GASNETT_TRACE_FREEZESOURCELINE() / UNFREEZESOURCELINE()
+ *   GASNETT_STATS_PRINTF(fmt, ...) / GASNETT_STATS_PRINTF_FORCE(fmt, ...)
+ *   GASNETT_STATS_GETMASK() / SETMASK(m)
+ *   GASNETT_STATS_DUMP(reset)             write the statistics so far
+ *   GASNETT_STATS_INIT(callback)          register a dump callback
+ *
+ * The library half below is always present; only these macros change.
+ */
+
+/* Internal entry points of the macros (not part of the interface). */
+extern int gex_tools_i_trace_enabled(char category);
+extern void gex_tools_i_trace_printf(int force, const char *format, ...)
+    __attribute__((__format__(__printf__, 2, 3)));
+extern const char *gex_tools_i_trace_getmask(void);
+extern void gex_tools_i_trace_setmask(const char *mask);
+extern int gex_tools_i_trace_get_tracelocal(void);
+extern void gex_tools_i_trace_set_tracelocal(int enable);
+extern void gex_tools_i_trace_setsourceline(const char *file,
+                                            unsigned int line);
+extern void gex_tools_i_trace_getsourceline(const char **pfile,
+                                            unsigned int *pline);
+extern void gex_tools_i_trace_freezesourceline(void);
+extern void gex_tools_i_trace_unfreezesourceline(void);
+extern int gex_tools_i_stats_enabled(char category);
+extern void gex_tools_i_stats_printf(int force, const char *format, ...)
+    __attribute__((__format__(__printf__, 2, 3)));
+extern const char *gex_tools_i_stats_getmask(void);
+extern void gex_tools_i_stats_setmask(const char *mask);
+extern void gex_tools_i_stats_dump(int reset);
+
+/* The type of a statistics callback: it is passed a printf-like function
+ * that writes a line into the statistics output. */
+typedef void (*gasnett_stats_printf_fn_t)(const char *format, ...);
+typedef void (*gasnett_stats_callback_t)(gasnett_stats_printf_fn_t printfn);
+/* Registers fn (NULL: none) to run at every statistics dump; returns
+ * nonzero iff client statistics (mask letter H) are being collected. */
+extern int gex_tools_i_stats_init(gasnett_stats_callback_t fn);
+
+/* What a compiled-out macro expands to: sizeof keeps the arguments
+ * unevaluated but type-checked (the format attribute applies), and they
+ * count as used, so no -Wunused warning appears in either build. */
+static inline int gex_tools_i_printf_noop(const char *format, ...)
+    __attribute__((__format__(__printf__, 1, 2)));
+static inline int gex_tools_i_printf_noop(const char *format, ...) {
+  (void)format;
+  return 0;
+}
+static inline int gex_tools_i_getsourceline_noop(const char **pfile,
+                                                 unsigned int *pline) {
+  (void)pfile;
+  (void)pline;
+  return 0;
+}
+static inline int gex_tools_i_setsourceline_noop(const char *file,
+                                                 unsigned int line) {
+  (void)file;
+  (void)line;
+  return 0;
+}
+static inline int gex_tools_i_stats_init_noop(gasnett_stats_callback_t fn) {
+  (void)fn;
+  return 0;
+}
+#define GEX_TOOLS_I_UNEVALUATED(expr) ((void)sizeof(expr))
+
+#if defined(GASNET_TRACE)
+#define GASNETT_TRACE_ENABLED gex_tools_i_trace_enabled('H')
+#define GASNETT_TRACE_PRINTF(...) gex_tools_i_trace_printf(0, __VA_ARGS__)
+#define GASNETT_TRACE_PRINTF_FORCE(...) gex_tools_i_trace_printf(1, __VA_ARGS__)
+#define GASNETT_TRACE_GETMASK() gex_tools_i_trace_getmask()
+#define GASNETT_TRACE_SETMASK(mask) gex_tools_i_trace_setmask(mask)
+#define GASNETT_TRACE_GET_TRACELOCAL() gex_tools_i_trace_get_tracelocal()
+#define GASNETT_TRACE_SET_TRACELOCAL(newval) \
+  gex_tools_i_trace_set_tracelocal(newval)
+#define GASNETT_TRACE_SETSOURCELINE(file, line) \
+  gex_tools_i_trace_setsourceline((file), (unsigned int)(line))
+#define GASNETT_TRACE_GETSOURCELINE(pfile, pline) \
+  gex_tools_i_trace_getsourceline((pfile), (pline))
+#define GASNETT_TRACE_FREEZESOURCELINE() gex_tools_i_trace_freezesourceline()
+#define GASNETT_TRACE_UNFREEZESOURCELINE() \
+  gex_tools_i_trace_unfreezesourceline()
+#else
+#define GASNETT_TRACE_ENABLED 0
+#define GASNETT_TRACE_PRINTF(...) \
+  GEX_TOOLS_I_UNEVALUATED(gex_tools_i_printf_noop(__VA_ARGS__))
+#define GASNETT_TRACE_PRINTF_FORCE(...) \
+  GEX_TOOLS_I_UNEVALUATED(gex_tools_i_printf_noop(__VA_ARGS__))
+#define GASNETT_TRACE_GETMASK() ""
+#define GASNETT_TRACE_SETMASK(mask) GEX_TOOLS_I_UNEVALUATED(mask)
+#define GASNETT_TRACE_GET_TRACELOCAL() 0
+#define GASNETT_TRACE_SET_TRACELOCAL(newval) GEX_TOOLS_I_UNEVALUATED(newval)
+#define GASNETT_TRACE_SETSOURCELINE(file, line) \
+  GEX_TOOLS_I_UNEVALUATED(gex_tools_i_setsourceline_noop((file), (line)))
+#define GASNETT_TRACE_GETSOURCELINE(pfile, pline) \
+  GEX_TOOLS_I_UNEVALUATED(gex_tools_i_getsourceline_noop((pfile), (pline)))
+#define GASNETT_TRACE_FREEZESOURCELINE() ((void)0)
+#define GASNETT_TRACE_UNFREEZESOURCELINE() ((void)0)
+#endif
+
+#if defined(GASNET_STATS)
+#define GASNETT_STATS_PRINTF(...) gex_tools_i_stats_printf(0, __VA_ARGS__)
+#define GASNETT_STATS_PRINTF_FORCE(...) gex_tools_i_stats_printf(1, __VA_ARGS__)
+#define GASNETT_STATS_GETMASK() gex_tools_i_stats_getmask()
+#define GASNETT_STATS_SETMASK(mask) gex_tools_i_stats_setmask(mask)
+#define GASNETT_STATS_DUMP(reset) gex_tools_i_stats_dump(reset)
+#define GASNETT_STATS_INIT(callbackfn) gex_tools_i_stats_init(callbackfn)
+#else
+#define GASNETT_STATS_PRINTF(...) \
+  GEX_TOOLS_I_UNEVALUATED(gex_tools_i_printf_noop(__VA_ARGS__))
+#define GASNETT_STATS_PRINTF_FORCE(...) \
+  GEX_TOOLS_I_UNEVALUATED(gex_tools_i_printf_noop(__VA_ARGS__))
+#define GASNETT_STATS_GETMASK() ""
+#define GASNETT_STATS_SETMASK(mask) GEX_TOOLS_I_UNEVALUATED(mask)
+#define GASNETT_STATS_DUMP(reset) GEX_TOOLS_I_UNEVALUATED(reset)
+#define GASNETT_STATS_INIT(callbackfn) \
+  ((int)(0 * sizeof(gex_tools_i_stats_init_noop(callbackfn))))
+#endif
+
+/* The link-time check of the threading model (see api/tools/linkcheck.cc):
+ * a reference to the model's symbol from every file that includes this
+ * header, so that a client linked with the wrong tools library (a
+ * GASNETT_THREAD_SAFE client with :gasnet_tools_seq) fails to link. */
+#if !defined(GEX_TOOLS_I_BUILDING_LIBRARY)
+#define GEX_TOOLS_I_LINKCHECK \
+  _CONCAT(gex_tools_i_linkcheck_, GASNETT_THREAD_MODEL)
+extern int GEX_TOOLS_I_LINKCHECK;
+static int *gex_tools_i_linkcheck(void) __attribute__((__used__));
+static int *gex_tools_i_linkcheck(void) { return &GEX_TOOLS_I_LINKCHECK; }
+#endif
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
 
 #endif /* GEX_API_TOOLS_GASNET_TOOLS_H_ */
+
+/* ------------------------------------------------------------------------
+ * Full mode: what GASNet offers only to a conduit client, which includes
+ * gasnetex.h before gasnet_tools.h (they need its types). Outside the
+ * include guard, so that including gasnet_tools.h again after gasnetex.h
+ * adds this part.
+ */
+#if (defined(GASNETEX_H) || defined(_INCLUDED_GASNETEX_H)) && \
+    !defined(GEX_API_TOOLS_GASNET_TOOLS_FULL_H_)
+#define GEX_API_TOOLS_GASNET_TOOLS_FULL_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most client threads a process may use with GASNet (what
+ * gex_System_QueryMaxThreads() reports): 1 for a GASNET_SEQ client. */
+#if defined(GASNET_SEQ)
+#define GASNETT_MAX_THREADS 1
+#else
+#define GASNETT_MAX_THREADS 65535
+#endif
+
+/* The set of values in dt / op / ti as names joined by '|'
+ * ("GEX_DT_I32|GEX_DT_DBL"); "(empty)" for 0 and "(invalid)" when a bit
+ * names no value. Writes into buf when it is not NULL and returns the
+ * length of the text plus one (the size buf needs: call with NULL first). */
+extern size_t gasnett_format_dt(char *buf, gex_DT_t dt);
+extern size_t gasnett_format_op(char *buf, gex_OP_t op);
+extern size_t gasnett_format_ti(char *buf, gex_TI_t ti);
+
+/* VIS descriptions, for error messages. Each *_bufsz(...) is the size of
+ * the buffer the matching call needs; the call fills it and returns the
+ * total number of data bytes the list describes.
+ *
+ * gasnett_format_memveclist: count gex_Memvec_t entries as
+ *   "{[addr,len],...} (n entries, N bytes)". list is a gex_Memvec_t const *
+ *   ({void *gex_addr; size_t gex_len;}), taken as const void * so that this
+ *   header does not need VIS's types.
+ * gasnett_format_addrlist: count addresses of len bytes each.
+ * gasnett_format_putsgets: a strided transfer (dst/src address and strides,
+ *   elemsz and count[0..stridelevels-1]) with rank peer of team tm; pstats
+ *   is accepted for compatibility and ignored (may be NULL). */
+extern size_t gasnett_format_memveclist_bufsz(size_t count);
+extern size_t gasnett_format_memveclist(char *buf, size_t count,
+                                        const void *list);
+extern size_t gasnett_format_addrlist_bufsz(size_t count);
+extern size_t gasnett_format_addrlist(char *buf, size_t count,
+                                      void *const *list, size_t len);
+extern size_t gasnett_format_putsgets_bufsz(size_t stridelevels);
+extern size_t gasnett_format_putsgets(
+    char *buf, void *pstats, gex_TM_t tm, gex_Rank_t rank, void *dstaddr,
+    const ptrdiff_t dststrides[], void *srcaddr, const ptrdiff_t srcstrides[],
+    size_t elemsz, const size_t count[], size_t stridelevels);
+
+/* Self-checks of the tools in this process (GASNet's testinternal):
+ * timers, atomics and mutexes under threadcnt threads, thread keys,
+ * zero-byte counting and checksums, number formatting, the format helpers.
+ * testsections selects sections by letter (NULL or "" for all: A timers,
+ * B atomics, C mutexes and condition variables, D thread keys, E data
+ * utilities, F formatting). Runs iters iterations of each; myteam, myseg,
+ * peer and peerseg are accepted for compatibility (these checks are local)
+ * and may be GEX_TM_INVALID/NULL. Returns the number of failed checks (0:
+ * all passed), each described on stderr. */
+extern int gasnett_run_diagnostics(int iters, int threadcnt,
+                                   const char *testsections, gex_TM_t myteam,
+                                   void *myseg, gex_Rank_t peer, void *peerseg);
+
+/* The AM handlers gasnett_run_diagnostics needs registered (with
+ * gex_EP_RegisterHandlers) before it runs: *htable points to
+ * *htable_cnt entries. The local checks need none, so the count is 0. */
+extern void gasnett_diagnostic_gethandlers(gex_AM_Entry_t **htable,
+                                           int *htable_cnt);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* full mode */
