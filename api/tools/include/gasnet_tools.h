@@ -1110,16 +1110,14 @@ extern size_t gasnett_format_ti(char *buf, gex_TI_t ti);
  * total number of data bytes the list describes.
  *
  * gasnett_format_memveclist: count gex_Memvec_t entries as
- *   "{[addr,len],...} (n entries, N bytes)". list is a gex_Memvec_t const *
- *   ({void *gex_addr; size_t gex_len;}), taken as const void * so that this
- *   header does not need VIS's types.
+ *   "{[addr,len],...} (n entries, N bytes)".
  * gasnett_format_addrlist: count addresses of len bytes each.
  * gasnett_format_putsgets: a strided transfer (dst/src address and strides,
  *   elemsz and count[0..stridelevels-1]) with rank peer of team tm; pstats
  *   is accepted for compatibility and ignored (may be NULL). */
 extern size_t gasnett_format_memveclist_bufsz(size_t count);
 extern size_t gasnett_format_memveclist(char *buf, size_t count,
-                                        const void *list);
+                                        gex_Memvec_t const *list);
 extern size_t gasnett_format_addrlist_bufsz(size_t count);
 extern size_t gasnett_format_addrlist(char *buf, size_t count,
                                       void *const *list, size_t len);
