@@ -248,7 +248,9 @@ extern const char *gasnet_ErrorDesc(int errval);
  * the point-to-point flags (RMA, AM, VIS, gex_AD_Op*) use bits 0-7, 13-15
  * and 18-25; gex_AD_Create 26-28; endpoint hints 29-30; the Destroy calls
  * 31; team construction (gex_TM_Split/Create) reuses 8-14, which only
- * handler registration and point-to-point calls use otherwise. */
+ * handler registration and point-to-point calls use otherwise. The flags
+ * below GEX_FLAG_PEER_SEG_UNKNOWN are plain unsigned constants, usable in
+ * #if (clients test GEX_FLAG_PEER_NEVER_SELF that way). */
 
 #define GEX_FLAG_IMMEDIATE ((gex_Flags_t)1u << 0)
 #define GEX_FLAG_AM_PREPARE_LEAST_CLIENT ((gex_Flags_t)1u << 1)
@@ -261,38 +263,38 @@ extern const char *gasnet_ErrorDesc(int errval);
  * call lie: UNKNOWN (the default) says nothing; SOME in some segment of
  * the client; BOUND in the segment bound to the endpoint; OFFSET: the
  * address is an offset into that bound segment [not supported here]. */
-#define GEX_FLAG_SELF_SEG_SOME ((gex_Flags_t)1u << 7)
-#define GEX_FLAG_SELF_SEG_BOUND ((gex_Flags_t)1u << 13)
-#define GEX_FLAG_SELF_SEG_OFFSET ((gex_Flags_t)1u << 14)
-#define GEX_FLAG_PEER_SEG_SOME ((gex_Flags_t)1u << 15)
-#define GEX_FLAG_PEER_SEG_BOUND ((gex_Flags_t)1u << 18)
-#define GEX_FLAG_PEER_SEG_OFFSET ((gex_Flags_t)1u << 19)
+#define GEX_FLAG_SELF_SEG_SOME (1u << 7)
+#define GEX_FLAG_SELF_SEG_BOUND (1u << 13)
+#define GEX_FLAG_SELF_SEG_OFFSET (1u << 14)
+#define GEX_FLAG_PEER_SEG_SOME (1u << 15)
+#define GEX_FLAG_PEER_SEG_BOUND (1u << 18)
+#define GEX_FLAG_PEER_SEG_OFFSET (1u << 19)
 /* Assertions that the peer is never this rank / never in this rank's
  * neighbourhood (shared-memory peers). */
-#define GEX_FLAG_PEER_NEVER_SELF ((gex_Flags_t)1u << 20)
-#define GEX_FLAG_PEER_NEVER_NBRHD ((gex_Flags_t)1u << 21)
+#define GEX_FLAG_PEER_NEVER_SELF (1u << 20)
+#define GEX_FLAG_PEER_NEVER_NBRHD (1u << 21)
 
 /* Remote atomics (gasnet_ratomic.h). gex_AD_Op*: ACQ and REL fences (zero,
  * one or both); MY_RANK or MY_NBRHD (at most one) asserts that the target
  * is this rank's memory or its neighbourhood's. gex_AD_Create: at most one
  * FAVOR_* bias for the implementation chosen. */
-#define GEX_FLAG_AD_ACQ ((gex_Flags_t)1u << 22)
-#define GEX_FLAG_AD_REL ((gex_Flags_t)1u << 23)
-#define GEX_FLAG_AD_MY_RANK ((gex_Flags_t)1u << 24)
-#define GEX_FLAG_AD_MY_NBRHD ((gex_Flags_t)1u << 25)
-#define GEX_FLAG_AD_FAVOR_MY_RANK ((gex_Flags_t)1u << 26)
-#define GEX_FLAG_AD_FAVOR_MY_NBRHD ((gex_Flags_t)1u << 27)
-#define GEX_FLAG_AD_FAVOR_REMOTE ((gex_Flags_t)1u << 28)
+#define GEX_FLAG_AD_ACQ (1u << 22)
+#define GEX_FLAG_AD_REL (1u << 23)
+#define GEX_FLAG_AD_MY_RANK (1u << 24)
+#define GEX_FLAG_AD_MY_NBRHD (1u << 25)
+#define GEX_FLAG_AD_FAVOR_MY_RANK (1u << 26)
+#define GEX_FLAG_AD_FAVOR_MY_NBRHD (1u << 27)
+#define GEX_FLAG_AD_FAVOR_REMOTE (1u << 28)
 
 /* Endpoint creation hints: which services the client wants accelerated. */
-#define GEX_FLAG_HINT_ACCEL_AD ((gex_Flags_t)1u << 29)
-#define GEX_FLAG_HINT_ACCEL_COLL ((gex_Flags_t)1u << 30)
+#define GEX_FLAG_HINT_ACCEL_AD (1u << 29)
+#define GEX_FLAG_HINT_ACCEL_COLL (1u << 30)
 #define GEX_FLAG_HINT_ACCEL_ALL \
   (GEX_FLAG_HINT_ACCEL_AD | GEX_FLAG_HINT_ACCEL_COLL)
 
 /* gex_TM_Destroy, gex_Segment_Destroy: the caller asserts that no
  * communication on the object is still in flight anywhere. */
-#define GEX_FLAG_GLOBALLY_QUIESCED ((gex_Flags_t)1u << 31)
+#define GEX_FLAG_GLOBALLY_QUIESCED (1u << 31)
 
 /* Team construction (gex_TM_Split, gex_TM_Create): where the team's
  * scratch space comes from (GLOBAL: the collective's callers' segments;
@@ -300,13 +302,13 @@ extern const char *gasnet_ErrorDesc(int errval);
  * none), and the size queries (SCRATCH_SIZE_MIN / _RECOMMENDED: return the
  * size instead of creating). SCRATCH_SEG_OFFSET: the scratch address is
  * an offset into the bound segment. */
-#define GEX_FLAG_TM_GLOBAL_SCRATCH ((gex_Flags_t)1u << 8)
-#define GEX_FLAG_TM_LOCAL_SCRATCH ((gex_Flags_t)1u << 9)
-#define GEX_FLAG_TM_SYMMETRIC_SCRATCH ((gex_Flags_t)1u << 10)
-#define GEX_FLAG_TM_NO_SCRATCH ((gex_Flags_t)1u << 11)
-#define GEX_FLAG_TM_SCRATCH_SIZE_MIN ((gex_Flags_t)1u << 12)
-#define GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED ((gex_Flags_t)1u << 13)
-#define GEX_FLAG_SCRATCH_SEG_OFFSET ((gex_Flags_t)1u << 14)
+#define GEX_FLAG_TM_GLOBAL_SCRATCH (1u << 8)
+#define GEX_FLAG_TM_LOCAL_SCRATCH (1u << 9)
+#define GEX_FLAG_TM_SYMMETRIC_SCRATCH (1u << 10)
+#define GEX_FLAG_TM_NO_SCRATCH (1u << 11)
+#define GEX_FLAG_TM_SCRATCH_SIZE_MIN (1u << 12)
+#define GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED (1u << 13)
+#define GEX_FLAG_SCRATCH_SEG_OFFSET (1u << 14)
 
 /* Handler registration: category and kind. */
 #define GEX_FLAG_AM_SHORT ((gex_Flags_t)1u << 8)

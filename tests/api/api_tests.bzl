@@ -12,7 +12,8 @@ and environment (an "instance"), which declares
   <suite>_job_test<name_suffix>  each suite's driver, run against
                               `launcher` and those clients, with `env`
 
-for the suites am, barrier, bad_input, legacy, par, rma, coll and cpp. The
+for the suites am, barrier, bad_input, legacy, par, rma, ratomic, coll and
+cpp. The
 drivers are compiled once (as <suite>_job_test_driver), whatever the number
 of instances.
 
@@ -93,6 +94,13 @@ _CLIENTS = {
     # gasnet.h (GASNet-1) (C11, SEQ); also the C compile check of all three
     # public headers.
     "legacy_client": struct(src = "legacy_client.c", par = False, deps = []),
+    # The GASNet-1 and spec-0.19 names of gasnetex.h, from a client that
+    # includes nothing else (C11, SEQ): modes names, unnamed, early-long.
+    "legacy_gex_client": struct(
+        src = "legacy_gex_client.c",
+        par = False,
+        deps = [],
+    ),
     # Multi-threaded AMs (C++, PAR); also the C++ compile check of all three
     # public headers.
     "par_client": struct(src = "par_client.cc", par = True, deps = []),
@@ -101,6 +109,15 @@ _CLIENTS = {
     "rma_client": struct(src = "rma_client.c", par = False, deps = []),
     # Multi-threaded RMA (C++, PAR).
     "rma_par_client": struct(src = "rma_par_client.cc", par = True, deps = []),
+    # Remote atomics (C11, SEQ): modes ops, sum, cas and one misuse per
+    # bad-input mode (see its header comment).
+    "ratomic_client": struct(src = "ratomic_client.c", par = False, deps = []),
+    # Multi-threaded remote atomics (C++, PAR).
+    "ratomic_par_client": struct(
+        src = "ratomic_par_client.cc",
+        par = True,
+        deps = [],
+    ),
     # Collectives (C11, SEQ): modes bcast, reduce, user, nc, inplace,
     # overlap, early, zero, and one misuse per mode (see its header).
     "coll_client": struct(src = "coll_client.c", par = False, deps = []),
@@ -148,7 +165,7 @@ _SUITES = {
         shard_count = 0,
     ),
     "legacy": struct(
-        clients = ["legacy_client"],
+        clients = ["legacy_client", "legacy_gex_client"],
         deps = [_STR_FORMAT, _GMOCK],
         timeout = "short",
         shard_count = 0,
@@ -167,6 +184,15 @@ _SUITES = {
         clients = ["rma_client", "rma_par_client"],
         deps = [":tsan_reports", _JOB_RUNNER, _STR_FORMAT, _STRINGS, _GMOCK],
         timeout = "short",
+        shard_count = 4,
+    ),
+    # Remote atomics at 1, 2, 3, 4 and 8 ranks, direct and
+    # GEX_RMA_FORCE_AM=1: every opcode x type x form, exact concurrent sums
+    # (ranks, and threads in PAR), CAS contention; misuse naming the call.
+    "ratomic": struct(
+        clients = ["ratomic_client", "ratomic_par_client"],
+        deps = [":tsan_reports", _JOB_RUNNER, _STR_FORMAT],
+        timeout = "moderate",
         shard_count = 4,
     ),
     # Collectives jobs at 1, 2, 3, 4 and 8 ranks; misuse naming the call.
@@ -202,6 +228,7 @@ API_QUICK_CASES = {
     "rma": "*_n2_*:*_n4_*:*n2_*:*n4_*:RmaBadInputJobTest.*",
     "coll": "*_n2:*_n4:*CollBadInputJobTest.*bad_bcast_root",
     "cpp": "*_n2_*:*_n4_*:*n2_*:*n4_*",
+    "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct",
 }
 
 def _driver(suite):

@@ -36,6 +36,42 @@ INSTANTIATE_TEST_SUITE_P(Ranks, LegacyJobTest, ::testing::Values(1, 2, 4, 8),
                            return absl::StrFormat("n%d", info.param);
                          });
 
+// legacy_gex_client: the names GASNet-EX clients expect from gasnetex.h
+// alone, the unnamed barrier, and zero-byte Longs before attach.
+class LegacyGexJobTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(LegacyGexJobTest, GasnetexNames) {
+  const int n = GetParam();
+  const JobResult r = RunApiJob("legacy_gex_client", n, {"names"});
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "names ok")) {
+    // A Medium and a Long reply from every rank.
+    EXPECT_EQ(Field(line, "replies"), 2LL * n) << line;
+  }
+}
+
+TEST_P(LegacyGexJobTest, UnnamedBarrierIsAnonymous) {
+  const int n = GetParam();
+  ExpectEveryRankOk(RunApiJob("legacy_gex_client", n, {"unnamed"}), n,
+                    "unnamed ok");
+}
+
+TEST_P(LegacyGexJobTest, ZeroByteLongBeforeAttach) {
+  const int n = GetParam();
+  const JobResult r = RunApiJob("legacy_gex_client", n, {"early-long"});
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "early-long ok")) {
+    // Three Longs to every rank before attach and three after, each
+    // answered.
+    EXPECT_EQ(Field(line, "requests"), 6LL * n) << line;
+    EXPECT_EQ(Field(line, "replies"), 6LL * n) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LegacyGexJobTest,
+                         ::testing::Values(1, 2, 3, 4, 8),
+                         [](const auto& info) {
+                           return absl::StrFormat("n%d", info.param);
+                         });
+
 TEST(LegacyExitTest, EveryRankExitingWithACodeIsTheJobsCode) {
   const JobResult r = RunApiJob("legacy_client", 2, {"exit-code"});
   EXPECT_EQ(r.exit_code, 3) << Describe(r);
