@@ -1,0 +1,134 @@
+/* gasnet_ratomic.h: GASNet-EX remote atomics, as this implementation (gex)
+ * offers them. A client includes it after <gasnetex.h>.
+ *
+ * The contract is the "Remote Atomic Operations" section of the GASNet-EX
+ * specification (docs/GASNet-EX.txt in BerkeleyLab/gasnet); this header is
+ * our own. An atomic domain (gex_AD_t) is created collectively over a team
+ * for one data type and a set of opcodes; operations then name the domain,
+ * a target rank and an address in that rank's bound segment:
+ *
+ *   gex_AD_t ad;
+ *   gex_AD_Create(&ad, tm, GEX_DT_U64, GEX_OP_FADD | GEX_OP_GET, 0);
+ *   uint64_t old;
+ *   gex_AD_OpBlocking_U64(ad, &old, peer, addr, GEX_OP_FADD, 1, 0, 0);
+ *   gex_AD_Destroy(ad);
+ *
+ * Types: I32, U32, I64, U64 (every opcode), FLT and DBL (every opcode but
+ * the bit-wise AND, OR, XOR and their fetching forms). Each type has an
+ * NB form (returns an event: GEX_EVENT_INVALID when the operation finished
+ * before returning), an NBI form (counted for gex_NBI_Test/Wait:
+ * GEX_OP_SET as GEX_EC_PUT, GEX_OP_GET as GEX_EC_GET, every other opcode
+ * GEX_EC_RMW) and a Blocking form. With GEX_FLAG_IMMEDIATE a call that
+ * would have to wait may start nothing (NB: GEX_EVENT_NO_OP; NBI and
+ * Blocking: non-zero).
+ *
+ * How they run: on a target whose segment is mapped here (this rank, or a
+ * supernode peer) the operation is a CPU atomic instruction on the mapped
+ * address, finished when the call returns; on any other target it is an
+ * Active Message whose handler performs the same instruction there, so the
+ * two ways are atomic against each other. GEX_RMA_FORCE_AM=1 sends every
+ * operation as an Active Message (for tests). Every operation is
+ * sequentially consistent, which covers GEX_FLAG_AD_ACQ and
+ * GEX_FLAG_AD_REL.
+ *
+ * Misuse is a fatal error naming the call: a NULL or destroyed domain, the
+ * call's type not the domain's, an opcode not in the domain's set (or more
+ * than one), a fetching opcode with a NULL result_p, a target outside the
+ * rank's segment or misaligned, a rank outside the team, flags the call
+ * does not take, GEX_FLAG_AD_MY_RANK / _MY_NBRHD when they do not hold. */
+#ifndef GASNET_RATOMIC_H
+#define GASNET_RATOMIC_H
+#define _GASNET_RATOMIC_H 1
+#define _IN_GASNET_RATOMIC_H 1
+
+#include <gasnetex.h>
+
+/* TODO(issue 20): these come from gasnetex.h (its owner is adding them);
+ * the fallbacks below, with the same values, let this header stand alone
+ * until it has them, and go away then. */
+#ifndef GEX_FLAG_AD_ACQ
+#define GEX_FLAG_AD_ACQ ((gex_Flags_t)1u << 22)
+#endif
+#ifndef GEX_FLAG_AD_REL
+#define GEX_FLAG_AD_REL ((gex_Flags_t)1u << 23)
+#endif
+#ifndef GEX_FLAG_AD_MY_RANK
+#define GEX_FLAG_AD_MY_RANK ((gex_Flags_t)1u << 24)
+#endif
+#ifndef GEX_FLAG_AD_MY_NBRHD
+#define GEX_FLAG_AD_MY_NBRHD ((gex_Flags_t)1u << 25)
+#endif
+#ifndef GEX_FLAG_AD_FAVOR_MY_RANK
+#define GEX_FLAG_AD_FAVOR_MY_RANK ((gex_Flags_t)1u << 26)
+#endif
+#ifndef GEX_FLAG_AD_FAVOR_MY_NBRHD
+#define GEX_FLAG_AD_FAVOR_MY_NBRHD ((gex_Flags_t)1u << 27)
+#endif
+#ifndef GEX_FLAG_AD_FAVOR_REMOTE
+#define GEX_FLAG_AD_FAVOR_REMOTE ((gex_Flags_t)1u << 28)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An atomic domain. */
+typedef struct gex_AD_opaque *gex_AD_t;
+#define GEX_AD_INVALID ((gex_AD_t)0)
+
+/* Collective over tm (today the primordial team, the only one), with the
+ * same dt, ops and flags on every rank. dt: one GEX_DT_* of I32, U32, I64,
+ * U64, FLT, DBL. ops: a bitwise OR of the opcodes the domain's operations
+ * will use (the bit-wise ones only with an integer type). flags: 0 or one
+ * of GEX_FLAG_AD_FAVOR_MY_RANK, _MY_NBRHD, _REMOTE (hints). Writes the
+ * domain to *ad_p. */
+extern void gex_AD_Create(gex_AD_t *ad_p, gex_TM_t tm, gex_DT_t dt,
+                          gex_OP_t ops, gex_Flags_t flags);
+/* Collective over the domain's team, once every operation on it is
+ * complete on every rank (sync them, then a barrier). Not a barrier. */
+extern void gex_AD_Destroy(gex_AD_t ad);
+
+/* What the domain was created with, and one pointer of the client's. */
+extern gex_Flags_t gex_AD_QueryFlags(gex_AD_t ad);
+extern gex_TM_t gex_AD_QueryTM(gex_AD_t ad);
+extern gex_DT_t gex_AD_QueryDT(gex_AD_t ad);
+extern gex_OP_t gex_AD_QueryOps(gex_AD_t ad);
+extern void gex_AD_SetCData(gex_AD_t ad, const void *val);
+extern void *gex_AD_QueryCData(gex_AD_t ad);
+
+/* The operations, one set per type. The opcode is one GEX_OP_* of the
+ * domain's set; result_p receives the target's value before the
+ * operation (op0) for a fetching opcode (GET, SWAP, FCAS, FADD, ...) and is
+ * ignored otherwise; operand1 and operand2 are op1 and op2 (CAS: compare
+ * with operand1, write operand2), ignored where the opcode takes fewer.
+ * tgt_rank is a rank of the domain's team (GEX_FLAG_RANK_IS_JOBRANK: of
+ * the primordial team); tgt_addr lies in its bound segment, aligned to the
+ * type. flags: GEX_FLAG_IMMEDIATE, GEX_FLAG_RANK_IS_JOBRANK,
+ * GEX_FLAG_AD_ACQ, GEX_FLAG_AD_REL and at most one of
+ * GEX_FLAG_AD_MY_RANK, GEX_FLAG_AD_MY_NBRHD. */
+#define _GEX_AD_DECLARE(DT, T)                                                \
+  extern gex_Event_t gex_AD_OpNB_##DT(gex_AD_t ad, T *result_p,               \
+                                      gex_Rank_t tgt_rank, void *tgt_addr,    \
+                                      gex_OP_t opcode, T operand1,            \
+                                      T operand2, gex_Flags_t flags);         \
+  extern int gex_AD_OpNBI_##DT(gex_AD_t ad, T *result_p, gex_Rank_t tgt_rank, \
+                               void *tgt_addr, gex_OP_t opcode, T operand1,   \
+                               T operand2, gex_Flags_t flags);                \
+  extern int gex_AD_OpBlocking_##DT(gex_AD_t ad, T *result_p,                 \
+                                    gex_Rank_t tgt_rank, void *tgt_addr,      \
+                                    gex_OP_t opcode, T operand1, T operand2,  \
+                                    gex_Flags_t flags);
+
+_GEX_AD_DECLARE(I32, int32_t)
+_GEX_AD_DECLARE(U32, uint32_t)
+_GEX_AD_DECLARE(I64, int64_t)
+_GEX_AD_DECLARE(U64, uint64_t)
+_GEX_AD_DECLARE(FLT, float)
+_GEX_AD_DECLARE(DBL, double)
+#undef _GEX_AD_DECLARE
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GASNET_RATOMIC_H */

@@ -1,0 +1,145 @@
+// Remote atomics (gasnet_ratomic.h) through the GASNet-EX C API over any
+// conduit (api_tests.bzl), end to end: jobs of ratomic_client (C11, SEQ)
+// and ratomic_par_client (C++, PAR) started by the conduit's launcher, at
+// 1, 2, 3, 4 and 8 ranks, each both ways: on the default path (a target in
+// this rank's supernode is operated on with CPU atomics through the mapped
+// segment; any other target over Active Messages through the conduit) and
+// with GEX_RMA_FORCE_AM=1 (every operation an Active Message, performed by
+// the target's handler). The clients check every opcode on every type,
+// fetching and not, in the NB, NBI and Blocking forms against the C
+// expression (ops), exact sums of concurrent updates from every rank
+// (sum) and every thread (par), and contended compare-and-swap (cas); see
+// ratomic_client.c's header. Misuse is fatal and names the call.
+#include <string>
+#include <tuple>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "tests/api/api_job.h"
+#include "tests/api/tsan_reports.h"
+
+namespace gexrt::testing {
+namespace {
+
+// Operations per type: each opcode (12 non-fetching and their fetching
+// forms, CAS both ways; FLT and DBL without the 6 bit-wise ones) in 3
+// forms, each after a SET (the "* 2"); then a SET and GET in 3 forms, and
+// one NBI in an access region.
+constexpr long long kIntegerOps = (12 * 2 + 2) * 3 * 2 + 1 + 3 + 1;
+constexpr long long kFloatOps = ((12 - 3) * 2 + 2) * 3 * 2 + 1 + 3 + 1;
+
+class RatomicJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(RatomicJobTest, EveryOpEveryTypeAndExactSums) {
+  if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
+  const auto& [mode, n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("ratomic_client", n, {mode}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    if (mode == "ops") {
+      const int targets = n == 1 ? 1 : 2;
+      EXPECT_EQ(Field(line, "ops"), targets * (4 * kIntegerOps + 2 * kFloatOps))
+          << line;
+      // NB calls: one per (op, CAS case) and type, plus GET's; direct
+      // (GEX_EVENT_INVALID) exactly where the target is mapped here.
+      const long long nb_per_target =
+          4 * (12 * 2 + 2 + 1) + 2 * (9 * 2 + 2 + 1);
+      long long direct = 0;
+      if (!force_am) {
+        direct += nb_per_target;  // this rank's own cells
+        if (n > 1 && SameSupernode(n, rank, (rank + 1) % n)) {
+          direct += nb_per_target;
+        }
+      }
+      EXPECT_EQ(Field(line, "direct"), direct) << line;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesRanksPaths, RatomicJobTest,
+    ::testing::Combine(::testing::Values("ops", "sum", "cas"),
+                       ::testing::Values(1, 2, 3, 4, 8), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+                             std::get<1>(info.param),
+                             PathName(std::get<2>(info.param)));
+    });
+
+// ---------------------------------------------------------------------------
+// PAR: every thread of every rank updates every rank's counters.
+
+class RatomicParJobTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(RatomicParJobTest, ThreadsSumExactly) {
+  const auto& [n, force_am] = GetParam();
+  std::vector<std::string> env = ForceAmEnv(force_am);
+  const std::string tsan_dir = MakeTempDir("tsan");
+  for (std::string& v : TsanEnv(tsan_dir)) env.push_back(std::move(v));
+  const int threads = 4;
+  const int rounds = kTsan ? 5 : 40;
+  const JobResult r =
+      RunApiJob("ratomic_par_client", n,
+                {"par", std::to_string(threads), std::to_string(rounds)}, env);
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "par ok")) {
+    EXPECT_EQ(Field(line, "ops"), 1LL * threads * rounds * (3 * n + 2)) << line;
+  }
+  ExpectNoTsanReports(tsan_dir, n);
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksPaths, RatomicParJobTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "n%d_%s", std::get<0>(info.param),
+                               PathName(std::get<1>(info.param)));
+                         });
+
+// ---------------------------------------------------------------------------
+// Misuse.
+
+struct BadInput {
+  std::string mode;
+  std::string call;
+};
+
+void PrintTo(const BadInput& b, std::ostream* os) { *os << b.mode; }
+
+class RatomicBadInputJobTest
+    : public ::testing::TestWithParam<std::tuple<BadInput, bool>> {};
+
+TEST_P(RatomicBadInputJobTest, IsFatalAndNamesTheCall) {
+  if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
+  const auto& [b, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("ratomic_client", 2, {b.mode}, ForceAmEnv(force_am));
+  ExpectFatal(r, 0, b.call);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mistakes, RatomicBadInputJobTest,
+    ::testing::Combine(
+        ::testing::Values(BadInput{"not-in-mask", "gex_AD_OpNB_U64"},
+                          BadInput{"type-mismatch", "gex_AD_OpBlocking_I64"},
+                          BadInput{"null-ad", "gex_AD_OpNBI_U32"},
+                          BadInput{"garbage-ad", "gex_AD_OpNB_DBL"},
+                          BadInput{"destroyed-ad", "gex_AD_OpBlocking_U64"},
+                          BadInput{"two-ops", "gex_AD_OpBlocking_U64"},
+                          BadInput{"null-result", "gex_AD_OpBlocking_U64"},
+                          BadInput{"outside", "gex_AD_OpNBI_U64"},
+                          BadInput{"misaligned", "gex_AD_OpBlocking_U64"},
+                          BadInput{"bad-rank", "gex_AD_OpNB_I32"},
+                          BadInput{"my-rank-false", "gex_AD_OpBlocking_U64"},
+                          BadInput{"bitwise-float", "gex_AD_Create"},
+                          BadInput{"bad-tm", "gex_AD_Create"}),
+        ::testing::Bool()),
+    [](const auto& info) {
+      return TestName(std::get<0>(info.param).mode) + "_" +
+             PathName(std::get<1>(info.param));
+    });
+
+}  // namespace
+}  // namespace gexrt::testing
