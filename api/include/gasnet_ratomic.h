@@ -29,7 +29,9 @@
  * two ways are atomic against each other. GEX_RMA_FORCE_AM=1 sends every
  * operation as an Active Message (for tests). Every operation is
  * sequentially consistent, which covers GEX_FLAG_AD_ACQ and
- * GEX_FLAG_AD_REL.
+ * GEX_FLAG_AD_REL. A direct operation makes no progress: a rank that spins
+ * on one (a lock taken with FCAS) polls (gasnet_AMPoll) while it spins, or
+ * the Active Messages other ranks send it wait.
  *
  * Misuse is a fatal error naming the call: a NULL or destroyed domain, the
  * call's type not the domain's, an opcode not in the domain's set (or more
@@ -43,30 +45,8 @@
 
 #include <gasnetex.h>
 
-/* TODO(issue 20): these come from gasnetex.h (its owner is adding them);
- * the fallbacks below, with the same values, let this header stand alone
- * until it has them, and go away then. */
-#ifndef GEX_FLAG_AD_ACQ
-#define GEX_FLAG_AD_ACQ ((gex_Flags_t)1u << 22)
-#endif
-#ifndef GEX_FLAG_AD_REL
-#define GEX_FLAG_AD_REL ((gex_Flags_t)1u << 23)
-#endif
-#ifndef GEX_FLAG_AD_MY_RANK
-#define GEX_FLAG_AD_MY_RANK ((gex_Flags_t)1u << 24)
-#endif
-#ifndef GEX_FLAG_AD_MY_NBRHD
-#define GEX_FLAG_AD_MY_NBRHD ((gex_Flags_t)1u << 25)
-#endif
-#ifndef GEX_FLAG_AD_FAVOR_MY_RANK
-#define GEX_FLAG_AD_FAVOR_MY_RANK ((gex_Flags_t)1u << 26)
-#endif
-#ifndef GEX_FLAG_AD_FAVOR_MY_NBRHD
-#define GEX_FLAG_AD_FAVOR_MY_NBRHD ((gex_Flags_t)1u << 27)
-#endif
-#ifndef GEX_FLAG_AD_FAVOR_REMOTE
-#define GEX_FLAG_AD_FAVOR_REMOTE ((gex_Flags_t)1u << 28)
-#endif
+/* The flags (GEX_FLAG_AD_ACQ, _REL, _MY_RANK, _MY_NBRHD, _FAVOR_*) and
+ * GEX_EP_CAPABILITY_AD are gasnetex.h's, as in GASNet-EX. */
 
 #ifdef __cplusplus
 extern "C" {

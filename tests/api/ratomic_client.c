@@ -424,6 +424,7 @@ static void Cas(void) {
       if (seen == old) break;
       ++failures;
       old = seen;
+      gasnet_AMPoll();
     }
     /* The lock: FCAS 0 -> me+1 until it was 0. */
     for (;;) {
@@ -431,7 +432,11 @@ static void Cas(void) {
       gex_AD_OpBlocking_U32(u32, &seen, lock_rank, lock, GEX_OP_FCAS, 0,
                             g_me + 1, GEX_FLAG_AD_ACQ);
       if (seen == 0) break;
-      sched_yield(); /* the holder may share this CPU */
+      /* Attentiveness: the holder's GET and SET may be Active Messages
+       * this rank must serve (a direct FCAS makes no progress), and the
+       * holder may share this CPU. */
+      gasnet_AMPoll();
+      sched_yield();
     }
     uint64_t v = 0;
     gex_AD_OpBlocking_U64(u64, &v, lock_rank, guarded, GEX_OP_GET, 0, 0, 0);

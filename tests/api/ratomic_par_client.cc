@@ -73,6 +73,7 @@ void Worker(int rounds) {
                             seen + 1, 0);
       if (was == seen) break;
       seen = was;
+      gasnet_AMPoll();  // a direct FCAS makes no progress
       sched_yield();
     }
     ops += 2;
