@@ -192,7 +192,7 @@ _SUITES = {
     "ratomic": struct(
         clients = ["ratomic_client", "ratomic_par_client"],
         deps = [":tsan_reports", _JOB_RUNNER, _STR_FORMAT],
-        timeout = "moderate",
+        timeout = "short",
         shard_count = 4,
     ),
     # Collectives jobs at 1, 2, 3, 4 and 8 ranks; misuse naming the call.
