@@ -40,29 +40,45 @@ extern int gasnet_getSegmentInfo(gasnet_seginfo_t *seginfo_table,
 extern void gasnet_QueryGexObjects(gex_Client_t *client_p, gex_EP_t *ep_p,
                                    gex_TM_t *tm_p, gex_Segment_t *segment_p);
 
-/* Legacy Active Messages, over the primordial team. */
+#define GASNET_VERSION GASNET_SPEC_VERSION_MAJOR
+
+/* The primordial team, which every legacy call uses: read inline from the
+ * RMA fast path's record once segments are attached, else asked of the
+ * library (which reports a call before gasnet_init). */
+extern gex_TM_t _gasnet_legacy_tm(void);
+static inline gex_TM_t _gasnet_tm(void) {
+  gex_TM_t tm = _gex_direct.tm;
+  return tm != GEX_TM_INVALID ? tm : _gasnet_legacy_tm();
+}
+
+/* ---------------------------------------------------------------------- */
+/* Legacy Active Messages, over the primordial team. Each call returns
+ * GASNET_OK; the source buffer may be reused on return (the LongAsync
+ * forms too: local completion is synchronous here). */
 extern int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t *srcindex);
 #define gasnet_AMMaxArgs() ((size_t)gex_AM_MaxArgs())
 #define gasnet_AMMaxMedium() gex_AM_LUBRequestMedium()
 #define gasnet_AMMaxLongRequest() gex_AM_LUBRequestLong()
 #define gasnet_AMMaxLongReply() gex_AM_LUBReplyLong()
-extern gex_TM_t _gasnet_legacy_tm(void);
 
 #define gasnet_AMRequestShort0(node, h) \
-  gex_AM_RequestShort0(_gasnet_legacy_tm(), node, h, 0)
+  gex_AM_RequestShort0(_gasnet_tm(), node, h, 0)
 #define gasnet_AMRequestShortM(node, h, ...) \
-  gex_AM_RequestShort(_gasnet_legacy_tm(), node, h, 0, __VA_ARGS__)
-#define gasnet_AMRequestMedium0(node, h, src, nbytes) \
-  gex_AM_RequestMedium0(_gasnet_legacy_tm(), node, h, src, nbytes, GEX_EVENT_NOW, 0)
-#define gasnet_AMRequestMediumM(node, h, src, nbytes, ...)                  \
-  gex_AM_RequestMedium(_gasnet_legacy_tm(), node, h, src, nbytes, \
-                       GEX_EVENT_NOW, 0, __VA_ARGS__)
-#define gasnet_AMRequestLong0(node, h, src, nbytes, dest)                 \
-  gex_AM_RequestLong0(_gasnet_legacy_tm(), node, h, src, nbytes, dest, \
-                      GEX_EVENT_NOW, 0)
-#define gasnet_AMRequestLongM(node, h, src, nbytes, dest, ...)            \
-  gex_AM_RequestLong(_gasnet_legacy_tm(), node, h, src, nbytes, dest, \
-                     GEX_EVENT_NOW, 0, __VA_ARGS__)
+  gex_AM_RequestShort(_gasnet_tm(), node, h, 0, __VA_ARGS__)
+#define gasnet_AMRequestMedium0(node, h, src, nbytes)                   \
+  gex_AM_RequestMedium0(_gasnet_tm(), node, h, src, nbytes, GEX_EVENT_NOW, \
+                        0)
+#define gasnet_AMRequestMediumM(node, h, src, nbytes, ...)           \
+  gex_AM_RequestMedium(_gasnet_tm(), node, h, src, nbytes, GEX_EVENT_NOW, \
+                       0, __VA_ARGS__)
+#define gasnet_AMRequestLong0(node, h, src, nbytes, dest)                  \
+  gex_AM_RequestLong0(_gasnet_tm(), node, h, src, nbytes, dest, GEX_EVENT_NOW, \
+                      0)
+#define gasnet_AMRequestLongM(node, h, src, nbytes, dest, ...)              \
+  gex_AM_RequestLong(_gasnet_tm(), node, h, src, nbytes, dest, GEX_EVENT_NOW, \
+                     0, __VA_ARGS__)
+#define gasnet_AMRequestLongAsync0 gasnet_AMRequestLong0
+#define gasnet_AMRequestLongAsyncM gasnet_AMRequestLongM
 #define gasnet_AMReplyShort0(token, h) gex_AM_ReplyShort0(token, h, 0)
 #define gasnet_AMReplyShortM(token, h, ...) \
   gex_AM_ReplyShort(token, h, 0, __VA_ARGS__)
@@ -75,7 +91,7 @@ extern gex_TM_t _gasnet_legacy_tm(void);
 #define gasnet_AMReplyLongM(token, h, src, nbytes, dest, ...) \
   gex_AM_ReplyLong(token, h, src, nbytes, dest, GEX_EVENT_NOW, 0, __VA_ARGS__)
 
-/* Numbered legacy forms (1..16 arguments) map onto the M forms. */
+/* Numbered forms (1..16 arguments) map onto the M forms. */
 #define gasnet_AMRequestShort1 gasnet_AMRequestShortM
 #define gasnet_AMRequestShort2 gasnet_AMRequestShortM
 #define gasnet_AMRequestShort3 gasnet_AMRequestShortM
@@ -100,10 +116,46 @@ extern gex_TM_t _gasnet_legacy_tm(void);
 #define gasnet_AMRequestMedium6 gasnet_AMRequestMediumM
 #define gasnet_AMRequestMedium7 gasnet_AMRequestMediumM
 #define gasnet_AMRequestMedium8 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium9 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium10 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium11 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium12 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium13 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium14 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium15 gasnet_AMRequestMediumM
+#define gasnet_AMRequestMedium16 gasnet_AMRequestMediumM
 #define gasnet_AMRequestLong1 gasnet_AMRequestLongM
 #define gasnet_AMRequestLong2 gasnet_AMRequestLongM
 #define gasnet_AMRequestLong3 gasnet_AMRequestLongM
 #define gasnet_AMRequestLong4 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong5 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong6 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong7 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong8 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong9 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong10 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong11 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong12 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong13 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong14 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong15 gasnet_AMRequestLongM
+#define gasnet_AMRequestLong16 gasnet_AMRequestLongM
+#define gasnet_AMRequestLongAsync1 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync2 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync3 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync4 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync5 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync6 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync7 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync8 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync9 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync10 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync11 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync12 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync13 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync14 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync15 gasnet_AMRequestLongAsyncM
+#define gasnet_AMRequestLongAsync16 gasnet_AMRequestLongAsyncM
 #define gasnet_AMReplyShort1 gasnet_AMReplyShortM
 #define gasnet_AMReplyShort2 gasnet_AMReplyShortM
 #define gasnet_AMReplyShort3 gasnet_AMReplyShortM
@@ -112,14 +164,192 @@ extern gex_TM_t _gasnet_legacy_tm(void);
 #define gasnet_AMReplyShort6 gasnet_AMReplyShortM
 #define gasnet_AMReplyShort7 gasnet_AMReplyShortM
 #define gasnet_AMReplyShort8 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort9 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort10 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort11 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort12 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort13 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort14 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort15 gasnet_AMReplyShortM
+#define gasnet_AMReplyShort16 gasnet_AMReplyShortM
 #define gasnet_AMReplyMedium1 gasnet_AMReplyMediumM
 #define gasnet_AMReplyMedium2 gasnet_AMReplyMediumM
 #define gasnet_AMReplyMedium3 gasnet_AMReplyMediumM
 #define gasnet_AMReplyMedium4 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium5 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium6 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium7 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium8 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium9 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium10 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium11 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium12 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium13 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium14 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium15 gasnet_AMReplyMediumM
+#define gasnet_AMReplyMedium16 gasnet_AMReplyMediumM
 #define gasnet_AMReplyLong1 gasnet_AMReplyLongM
 #define gasnet_AMReplyLong2 gasnet_AMReplyLongM
 #define gasnet_AMReplyLong3 gasnet_AMReplyLongM
 #define gasnet_AMReplyLong4 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong5 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong6 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong7 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong8 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong9 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong10 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong11 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong12 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong13 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong14 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong15 gasnet_AMReplyLongM
+#define gasnet_AMReplyLong16 gasnet_AMReplyLongM
+
+/* ---------------------------------------------------------------------- */
+/* Legacy one-sided RMA over the primordial team, as thin inline wrappers of
+ * the gex_RMA calls (same checks, same fast path to mapped peers). The
+ * remote range must lie in rank `node`'s segment. Non-bulk forms may reuse
+ * the source on return; _bulk forms not before the operation completes.
+ * NB forms return a handle (GASNET_INVALID_HANDLE when already complete),
+ * which must be synced exactly once; NBI forms are synced with
+ * gasnet_wait_syncnbi_* or an access region. */
+
+typedef gex_Event_t gasnet_handle_t;
+#define GASNET_INVALID_HANDLE ((gasnet_handle_t)0)
+
+/* One contiguous piece of memory (the legacy twin of gex_Memvec_t). */
+typedef struct {
+  void *addr;
+  size_t len;
+} gasnet_memvec_t;
+
+static inline void gasnet_put(gasnet_node_t node, void *dest, const void *src,
+                              size_t nbytes) {
+  gex_RMA_PutBlocking(_gasnet_tm(), node, dest, src, nbytes, 0);
+}
+static inline void gasnet_put_bulk(gasnet_node_t node, void *dest, const void *src,
+                                   size_t nbytes) {
+  gex_RMA_PutBlocking(_gasnet_tm(), node, dest, src, nbytes, 0);
+}
+static inline gasnet_handle_t gasnet_put_nb(gasnet_node_t node, void *dest,
+                                            const void *src, size_t nbytes) {
+  return gex_RMA_PutNB(_gasnet_tm(), node, dest, src, nbytes, GEX_EVENT_NOW,
+                       0);
+}
+static inline gasnet_handle_t gasnet_put_nb_bulk(gasnet_node_t node,
+                                                 void *dest, const void *src,
+                                                 size_t nbytes) {
+  return gex_RMA_PutNB(_gasnet_tm(), node, dest, src, nbytes, GEX_EVENT_DEFER,
+                       0);
+}
+static inline void gasnet_put_nbi(gasnet_node_t node, void *dest, const void *src,
+                                  size_t nbytes) {
+  gex_RMA_PutNBI(_gasnet_tm(), node, dest, src, nbytes, GEX_EVENT_NOW, 0);
+}
+static inline void gasnet_put_nbi_bulk(gasnet_node_t node, void *dest,
+                                       const void *src, size_t nbytes) {
+  gex_RMA_PutNBI(_gasnet_tm(), node, dest, src, nbytes, GEX_EVENT_DEFER, 0);
+}
+
+/* Value forms: nbytes (1..SIZEOF_GASNET_REGISTER_VALUE_T) bytes holding
+ * `value` as an unsigned integer of that width. */
+static inline void gasnet_put_val(gasnet_node_t node, void *dest,
+                                  gasnet_register_value_t value,
+                                  size_t nbytes) {
+  gex_RMA_PutBlockingVal(_gasnet_tm(), node, dest, value, nbytes, 0);
+}
+static inline gasnet_handle_t gasnet_put_nb_val(gasnet_node_t node,
+                                                void *dest,
+                                                gasnet_register_value_t value,
+                                                size_t nbytes) {
+  return gex_RMA_PutNBVal(_gasnet_tm(), node, dest, value, nbytes, 0);
+}
+static inline void gasnet_put_nbi_val(gasnet_node_t node, void *dest,
+                                      gasnet_register_value_t value,
+                                      size_t nbytes) {
+  gex_RMA_PutNBIVal(_gasnet_tm(), node, dest, value, nbytes, 0);
+}
+
+static inline void gasnet_get(void *dest, gasnet_node_t node, void *src,
+                              size_t nbytes) {
+  gex_RMA_GetBlocking(_gasnet_tm(), dest, node, src, nbytes, 0);
+}
+static inline void gasnet_get_bulk(void *dest, gasnet_node_t node, void *src,
+                                   size_t nbytes) {
+  gex_RMA_GetBlocking(_gasnet_tm(), dest, node, src, nbytes, 0);
+}
+static inline gasnet_handle_t gasnet_get_nb(void *dest, gasnet_node_t node,
+                                            void *src, size_t nbytes) {
+  return gex_RMA_GetNB(_gasnet_tm(), dest, node, src, nbytes, 0);
+}
+static inline gasnet_handle_t gasnet_get_nb_bulk(void *dest,
+                                                 gasnet_node_t node, void *src,
+                                                 size_t nbytes) {
+  return gex_RMA_GetNB(_gasnet_tm(), dest, node, src, nbytes, 0);
+}
+static inline void gasnet_get_nbi(void *dest, gasnet_node_t node, void *src,
+                                  size_t nbytes) {
+  gex_RMA_GetNBI(_gasnet_tm(), dest, node, src, nbytes, 0);
+}
+static inline void gasnet_get_nbi_bulk(void *dest, gasnet_node_t node,
+                                       void *src, size_t nbytes) {
+  gex_RMA_GetNBI(_gasnet_tm(), dest, node, src, nbytes, 0);
+}
+static inline gasnet_register_value_t gasnet_get_val(gasnet_node_t node,
+                                                     void *src,
+                                                     size_t nbytes) {
+  return gex_RMA_GetBlockingVal(_gasnet_tm(), node, src, nbytes, 0);
+}
+
+/* A value Get in flight: gasnet_wait_syncnb_valget (exactly once) returns
+ * the value. */
+typedef struct _gasnet_valget_op *gasnet_valget_handle_t;
+extern gasnet_valget_handle_t gasnet_get_nb_val(gasnet_node_t node, void *src,
+                                                size_t nbytes);
+extern gasnet_register_value_t gasnet_wait_syncnb_valget(
+    gasnet_valget_handle_t handle);
+
+/* Sets nbytes of rank node's segment at dest to (unsigned char)val. The NB
+ * and NBI forms complete before they return (the handle is
+ * GASNET_INVALID_HANDLE). */
+extern void gasnet_memset(gasnet_node_t node, void *dest, int val,
+                          size_t nbytes);
+extern gasnet_handle_t gasnet_memset_nb(gasnet_node_t node, void *dest,
+                                        int val, size_t nbytes);
+extern void gasnet_memset_nbi(gasnet_node_t node, void *dest, int val,
+                              size_t nbytes);
+
+/* Handles: try returns GASNET_OK (complete: the handle is consumed) or
+ * GASNET_ERR_NOT_READY; the array forms skip GASNET_INVALID_HANDLE entries
+ * and set the entries they complete to it (_some: at least one, or all
+ * were invalid; _all: every one). */
+#define gasnet_try_syncnb(h) gex_Event_Test(h)
+#define gasnet_wait_syncnb(h) gex_Event_Wait(h)
+#define gasnet_try_syncnb_some(hs, n) gex_Event_TestSome(hs, n, 0)
+#define gasnet_wait_syncnb_some(hs, n) gex_Event_WaitSome(hs, n, 0)
+#define gasnet_try_syncnb_all(hs, n) gex_Event_TestAll(hs, n, 0)
+#define gasnet_wait_syncnb_all(hs, n) gex_Event_WaitAll(hs, n, 0)
+
+/* Implicit handles of the calling thread (outside an access region). */
+#define gasnet_try_syncnbi_gets() gex_NBI_Test(GEX_EC_GET, 0)
+#define gasnet_try_syncnbi_puts() gex_NBI_Test(GEX_EC_PUT, 0)
+#define gasnet_try_syncnbi_all() gex_NBI_Test(GEX_EC_GET | GEX_EC_PUT, 0)
+#define gasnet_wait_syncnbi_gets() gex_NBI_Wait(GEX_EC_GET, 0)
+#define gasnet_wait_syncnbi_puts() gex_NBI_Wait(GEX_EC_PUT, 0)
+#define gasnet_wait_syncnbi_all() gex_NBI_Wait(GEX_EC_GET | GEX_EC_PUT, 0)
+#define gasnet_begin_nbi_accessregion() gex_NBI_BeginAccessRegion(0)
+#define gasnet_end_nbi_accessregion() gex_NBI_EndAccessRegion(0)
+
+/* ---------------------------------------------------------------------- */
+/* Handler-safe locks (see gex_HSL_t). */
+typedef gex_HSL_t gasnet_hsl_t;
+#define GASNET_HSL_INITIALIZER GEX_HSL_INITIALIZER
+#define gasnet_hsl_init(hsl) gex_HSL_Init(hsl)
+#define gasnet_hsl_destroy(hsl) gex_HSL_Destroy(hsl)
+#define gasnet_hsl_lock(hsl) gex_HSL_Lock(hsl)
+#define gasnet_hsl_unlock(hsl) gex_HSL_Unlock(hsl)
+/* GASNET_OK, or GASNET_ERR_NOT_READY when another thread holds it. */
+#define gasnet_hsl_trylock(hsl) gex_HSL_Trylock(hsl)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -6,6 +6,7 @@
 // 2, 4 and 8 ranks, legacy barriers, and gasnet_exit: 0 and a common code from
 // every rank, and a code from one rank ending the others.
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
@@ -35,6 +36,49 @@ INSTANTIATE_TEST_SUITE_P(Ranks, LegacyJobTest, ::testing::Values(1, 2, 4, 8),
                          [](const auto& info) {
                            return absl::StrFormat("n%d", info.param);
                          });
+
+// The legacy RMA family (put/get/memset/value/handle/NBI forms), directly
+// and over Active Messages.
+class LegacyRmaJobTest
+    : public ::testing::TestWithParam<std::tuple<bool, int>> {};
+
+TEST_P(LegacyRmaJobTest, EveryFormToEveryRank) {
+  const auto [force_am, n] = GetParam();
+  const JobResult r =
+      RunApiJob("legacy_client", n, {"rma"}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "rma ok")) {
+    EXPECT_EQ(Field(line, "peers"), n) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, LegacyRmaJobTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(1, 2, 3, 4, 8)),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "%s_n%d", PathName(std::get<0>(info.param)),
+                               std::get<1>(info.param));
+                         });
+
+// gasnet_AM{Request,Reply}*N for N = 0..16 and gasnet_AMRequestLongAsyncN,
+// and handler-safe locks.
+TEST_P(LegacyJobTest, NumberedAmFormsUpTo16Args) {
+  const int n = GetParam();
+  const JobResult r = RunApiJob("legacy_client", n, {"am16"});
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "am16 ok")) {
+    // Short, Medium, Long and LongAsync with 0..16 arguments to every rank.
+    EXPECT_EQ(Field(line, "requests"), 4LL * 17 * n) << line;
+    EXPECT_EQ(Field(line, "replies"), 4LL * 17 * n) << line;
+  }
+}
+
+TEST_P(LegacyJobTest, HandlerSafeLocks) {
+  const int n = GetParam();
+  const JobResult r = RunApiJob("legacy_client", n, {"hsl"});
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "hsl ok")) {
+    EXPECT_EQ(Field(line, "count"), n * (n + 1) / 2) << line;
+  }
+}
 
 // legacy_gex_client: the names GASNet-EX clients expect from gasnetex.h
 // alone, the unnamed barrier, and zero-byte Longs before attach.
