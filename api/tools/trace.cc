@@ -267,9 +267,11 @@ void Initialise() {
                               gasnett_exe_name()));
     WriteLine(state, file, 'I',
               absl::StrFormat("%s: %s", channel->mask_var, channel->mask));
-    WriteLine(
-        state, file, 'I',
-        absl::StrFormat("GASNETT_CONFIG_STRING: %s", GASNETT_CONFIG_STRING));
+    // The release, not GASNETT_CONFIG_STRING: this file's threading model
+    // is the library's, not the client's.
+    WriteLine(state, file, 'I',
+              absl::StrFormat("GASNet tools release %s (gex)",
+                              gasnett_release_version_str()));
   }
   if (state.trace.file.load() != nullptr ||
       state.stats.file.load() != nullptr) {

@@ -12,8 +12,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
-#include <gasnet_tools.h>
+/* gasnetex.h first, as GASNet requires: it turns on gasnet_tools.h's full
+ * mode. */
+/* clang-format off */
 #include <gasnetex.h>
+#include <gasnet_tools.h>
+/* clang-format on */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
