@@ -129,11 +129,10 @@
 /* No progress threads (gex_System_QueryProgressThreads reports none). */
 #define GASNET_RCV_THREAD 0
 #define GASNET_SND_THREAD 0
-/* Memory kinds: host memory only (gasnet_mk.h). */
+/* Memory kinds: host memory only (gasnet_mk.h). The per-class macros
+ * (GASNET_HAVE_MK_CLASS_CUDA_UVA, _HIP, _ZE) stay undefined: clients test
+ * them with #if defined(...). */
 #define GASNET_HAVE_MK_CLASS_MULTIPLE 0
-#define GASNET_HAVE_MK_CLASS_CUDA_UVM 0
-#define GASNET_HAVE_MK_CLASS_HIP 0
-#define GASNET_HAVE_MK_CLASS_ZE 0
 /* Segments are allocated by GASNet (gex_Segment_Attach) only. */
 #define GASNET_SEGMENT_LARGE 0
 #define GASNET_SEGMENT_EVERYTHING 0

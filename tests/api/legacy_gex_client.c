@@ -24,6 +24,10 @@
  *               gasnet_set_waitmode, and the Commit *_v2 forms (Medium and
  *               Long, Request and Reply, 2 arguments, flags 0) to every
  *               rank. Prints "rank R: names ok replies=P".
+ *   mk          gasnet_mk.h: gex_MK_Create of GEX_MK_CLASS_HOST gives
+ *               GEX_MK_HOST (and gex_MK_Destroy takes it); a device class,
+ *               non-zero flags and NULL args give GASNET_ERR_BAD_ARG and
+ *               GEX_MK_INVALID. Prints "rank R: mk ok".
  *   unnamed     gasnet_barrier with GASNET_BARRIERFLAG_UNNAMED (= ANONYMOUS|8)
  *               and a different id on every rank: completes with GASNET_OK
  *               and gasnet_barrier_result reports GASNET_BARRIERFLAG_ANONYMOUS;
@@ -39,6 +43,10 @@
  *               "rank R: early-long ok requests=Q replies=P". */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <gasnetex.h>
+#if GASNET_HAVE_MK_CLASS_MULTIPLE || defined(GASNET_HAVE_MK_CLASS_CUDA_UVA)
+#error "only host memory is available"
+#endif
+#include <gasnet_mk.h> /* the mk mode's; it must not bring in gasnet.h */
 #include <pthread.h>
 
 #include "tests/api/client_check.h"
@@ -554,6 +562,34 @@ static void ModeNames(void) {
   Say("names ok replies=%u", g_replies);
 }
 
+static void ModeMk(void) {
+  gex_MK_Create_args_t args;
+  gex_MK_t kind = GEX_MK_INVALID;
+  int rc;
+  memset(&args, 0, sizeof args);
+  args.gex_class = GEX_MK_CLASS_HOST;
+  rc = gex_MK_Create(&kind, g_client, &args, 0);
+  CHECK(rc == GASNET_OK && kind == GEX_MK_HOST,
+        "gex_MK_Create(HOST): %d, kind %p", rc, (void *)kind);
+  gex_MK_Destroy(kind, 0);
+  gex_System_SetVerboseErrors(0);
+  args.gex_class = GEX_MK_CLASS_CUDA_UVA;
+  args.gex_args.gex_class_cuda_uva.gex_CUdevice = 0;
+  kind = GEX_MK_HOST;
+  rc = gex_MK_Create(&kind, g_client, &args, 0);
+  CHECK(rc == GASNET_ERR_BAD_ARG && kind == GEX_MK_INVALID,
+        "gex_MK_Create(CUDA_UVA): %d, kind %p", rc, (void *)kind);
+  args.gex_class = GEX_MK_CLASS_HOST;
+  kind = GEX_MK_HOST;
+  rc = gex_MK_Create(&kind, g_client, &args, 1);
+  CHECK(rc == GASNET_ERR_BAD_ARG && kind == GEX_MK_INVALID,
+        "gex_MK_Create with flags: %d", rc);
+  rc = gex_MK_Create(&kind, g_client, NULL, 0);
+  CHECK(rc == GASNET_ERR_BAD_ARG, "gex_MK_Create(NULL args): %d", rc);
+  gex_System_SetVerboseErrors(1);
+  Say("mk ok");
+}
+
 static void ModeUnnamed(void) {
   const int my_id = (int)g_me * 7 + 1;
   int id = -1;
@@ -631,11 +667,13 @@ int main(int argc, char **argv) {
   g_n = gex_TM_QuerySize(g_tm);
   check_rank = (int)g_me;
   CHECK(g_n <= kMaxRanks, "%u ranks", g_n);
-  CHECK(argc == 2, "usage: legacy_gex_client names|unnamed|early-long");
+  CHECK(argc == 2, "usage: legacy_gex_client names|mk|unnamed|early-long");
   mode = argv[1];
   Register();
   if (strcmp(mode, "names") == 0) {
     ModeNames();
+  } else if (strcmp(mode, "mk") == 0) {
+    ModeMk();
   } else if (strcmp(mode, "unnamed") == 0) {
     ModeUnnamed();
   } else if (strcmp(mode, "early-long") == 0) {

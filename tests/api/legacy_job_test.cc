@@ -93,6 +93,11 @@ TEST_P(LegacyGexJobTest, GasnetexNames) {
   }
 }
 
+TEST_P(LegacyGexJobTest, HostMemoryKind) {
+  const int n = GetParam();
+  ExpectEveryRankOk(RunApiJob("legacy_gex_client", n, {"mk"}), n, "mk ok");
+}
+
 TEST_P(LegacyGexJobTest, UnnamedBarrierIsAnonymous) {
   const int n = GetParam();
   ExpectEveryRankOk(RunApiJob("legacy_gex_client", n, {"unnamed"}), n,
