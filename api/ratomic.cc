@@ -406,10 +406,10 @@ inline Route Check(const char* call, gex_AD_t ad, uint32_t dt,
 
 // The direct path: the operation, and the result where it fetches.
 template <typename T>
-inline void Direct(void* target, uint32_t dt, T* result_p, gex_OP_t opcode,
-                   T operand1, T operand2) {
-  const uint64_t old = rma::AtomicApply(
-      target, dt, opcode, rma::ToBits(operand1), rma::ToBits(operand2));
+inline void Direct(void* target, T* result_p, gex_OP_t opcode, T operand1,
+                   T operand2) {
+  const uint64_t old = rma::AtomicApplyAs<T>(
+      target, opcode, rma::ToBits(operand1), rma::ToBits(operand2));
   if (rma::IsFetching(opcode)) *result_p = rma::FromBits<T>(old);
 }
 
@@ -446,7 +446,7 @@ gex_Event_t OpNB(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
                  T operand2, gex_Flags_t flags) {
   const Route r = Check(call, ad, dt, result_p, rank, tgt_addr, opcode, flags);
   if (ABSL_PREDICT_TRUE(r.target != nullptr)) {
-    Direct(r.target, dt, result_p, opcode, operand1, operand2);
+    Direct(r.target, result_p, opcode, operand1, operand2);
     return GEX_EVENT_INVALID;
   }
   rma::Operation* op = rma::Operation::Allocate();
@@ -465,7 +465,7 @@ int OpNBI(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
           T operand2, gex_Flags_t flags) {
   const Route r = Check(call, ad, dt, result_p, rank, tgt_addr, opcode, flags);
   if (ABSL_PREDICT_TRUE(r.target != nullptr)) {
-    Direct(r.target, dt, result_p, opcode, operand1, operand2);
+    Direct(r.target, result_p, opcode, operand1, operand2);
     return GASNET_OK;
   }
   rma::Nbi& nbi = rma::Nbi::Mine();
@@ -485,7 +485,7 @@ int OpBlocking(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
                T operand2, gex_Flags_t flags) {
   const Route r = Check(call, ad, dt, result_p, rank, tgt_addr, opcode, flags);
   if (ABSL_PREDICT_TRUE(r.target != nullptr)) {
-    Direct(r.target, dt, result_p, opcode, operand1, operand2);
+    Direct(r.target, result_p, opcode, operand1, operand2);
     return GASNET_OK;
   }
   rma::Counter counter;

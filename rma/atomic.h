@@ -25,9 +25,11 @@
 #ifndef GEX_RMA_ATOMIC_H_
 #define GEX_RMA_ATOMIC_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace gexrt::rma {
 
@@ -108,6 +110,141 @@ inline T FromBits(uint64_t b) {
     std::memcpy(&v, &b, 8);
   }
   return v;
+}
+
+// A fatal error: `base` is not an arithmetic opcode (a caller's bug).
+[[noreturn]] void BadArithmeticOp(uint32_t base);
+
+namespace atomic_internal {
+
+// The unsigned integer of T's width: floating-point values are operated on
+// through their bits (a compare-exchange loop), so every type needs only
+// the integer atomics the CPU has.
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+// op0 combined with op1 for the arithmetic opcodes (C rules; integer
+// arithmetic wraps, computed unsigned so signed overflow is defined).
+template <typename T>
+inline T Combine(uint32_t base, T op0, T op1) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    const U a = static_cast<U>(op0);
+    const U b = static_cast<U>(op1);
+    switch (base) {
+      case kOpAdd:
+        return static_cast<T>(static_cast<U>(a + b));
+      case kOpSub:
+        return static_cast<T>(static_cast<U>(a - b));
+      case kOpMult:
+        return static_cast<T>(static_cast<U>(a * b));
+      case kOpInc:
+        return static_cast<T>(static_cast<U>(a + 1u));
+      case kOpDec:
+        return static_cast<T>(static_cast<U>(a - 1u));
+      case kOpAnd:
+        return static_cast<T>(a & b);
+      case kOpOr:
+        return static_cast<T>(a | b);
+      case kOpXor:
+        return static_cast<T>(a ^ b);
+      default:
+        break;
+    }
+  } else {
+    switch (base) {
+      case kOpAdd:
+        return op0 + op1;
+      case kOpSub:
+        return op0 - op1;
+      case kOpMult:
+        return op0 * op1;
+      case kOpInc:
+        return op0 + T(1);
+      case kOpDec:
+        return op0 - T(1);
+      default:
+        break;
+    }
+  }
+  switch (base) {
+    case kOpMin:
+      return op0 < op1 ? op0 : op1;
+    case kOpMax:
+      return op0 > op1 ? op0 : op1;
+    default:
+      break;
+  }
+  BadArithmeticOp(base);
+}
+
+template <typename T>
+inline uint64_t ApplyAs(void* target, uint32_t op, uint64_t operand1,
+                        uint64_t operand2) {
+  using B = BitsOf<T>;
+  std::atomic_ref<B> bits(*static_cast<B*>(target));
+  const uint32_t base = op == kOpGet              ? kOpGet
+                        : (op & kOpFetching) != 0 ? op >> kFetchShift
+                                                  : op;
+  const T a = FromBits<T>(operand1);
+  switch (base) {
+    case kOpGet:
+      return bits.load();
+    case kOpSet:
+      if (op == kOpSet) {
+        bits.store(static_cast<B>(operand1));
+        return 0;
+      }
+      return bits.exchange(static_cast<B>(operand1));
+    case kOpCas: {
+      // On the bits, as the specification permits for floating point: no
+      // spurious failure (strong), and the old value either way.
+      B expected = static_cast<B>(operand1);
+      bits.compare_exchange_strong(expected, static_cast<B>(operand2));
+      return expected;
+    }
+    default:
+      break;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    // The CPU's own read-modify-write instructions where there is one.
+    std::atomic_ref<T> v(*static_cast<T*>(target));
+    switch (base) {
+      case kOpAdd:
+        return ToBits<T>(v.fetch_add(a));
+      case kOpSub:
+        return ToBits<T>(v.fetch_sub(a));
+      case kOpInc:
+        return ToBits<T>(v.fetch_add(1));
+      case kOpDec:
+        return ToBits<T>(v.fetch_sub(1));
+      case kOpAnd:
+        return ToBits<T>(v.fetch_and(a));
+      case kOpOr:
+        return ToBits<T>(v.fetch_or(a));
+      case kOpXor:
+        return ToBits<T>(v.fetch_xor(a));
+      default:
+        break;
+    }
+  }
+  // MULT, MIN, MAX, and every floating-point arithmetic opcode.
+  B old = bits.load(std::memory_order_relaxed);
+  while (true) {
+    const T next = Combine<T>(base, FromBits<T>(old), a);
+    const B next_bits = static_cast<B>(ToBits<T>(next));
+    if (bits.compare_exchange_weak(old, next_bits)) return old;
+  }
+}
+
+}  // namespace atomic_internal
+
+// AtomicApply with the type known at compile time (T: int32_t, uint32_t,
+// int64_t, uint64_t, float, double): what the direct path inlines.
+template <typename T>
+inline uint64_t AtomicApplyAs(void* target, uint32_t op, uint64_t operand1,
+                              uint64_t operand2) {
+  return atomic_internal::ApplyAs<T>(target, op, operand1, operand2);
 }
 
 // Performs `op` (one opcode valid for `dt`, checked by the caller) on the
