@@ -2,7 +2,7 @@
 // atomic ping-pong between the same two processes, measured in the same run.
 //
 //   GASNET_PSHM_NODES=2 bazel-bin/tests/benchmarks/ratomic_benchmark
-//       [--iters N] [--trials T]   (defaults 200000 and 7)
+//       [--iters N] [--trials T]   (defaults 5000 and 101)
 //
 // A job of 2 ranks (GASNET_PSHM_NODES=2 makes the program its own
 // launcher; gasnetrun_smp -n 2 works too). One 64-bit counter lives in
@@ -27,9 +27,14 @@
 //           gex_AD_OpBlocking_U64: the per-call cost of the API on a line
 //           already in this core's cache.
 // Each measurement is taken T times, interleaved (raw, gex, raw, gex ...),
-// and the median reported. Prints, at rank 0, one line per measurement
-// and the ratios:
-//   ratio fetch-add ping-pong: gex/raw = R   (the bound: <= 1.5)
+// short trials many times, so that a trial the scheduler interrupted (the
+// machines here run more processes than they have CPUs, and a ping-pong
+// needs both ranks on a CPU at once) is one of many. Prints, at rank 0,
+// one line per measurement with the fastest trial (min: the cost with
+// nothing else in the way; noise only adds) and the median, and the
+// ratios of both:
+//   ratio fetch-add ping-pong: gex/raw = R (min) ... (median)
+// where the bound (<= 1.5) is on R.
 #include <gasnet_ratomic.h>
 #include <gasnetex.h>
 
@@ -137,6 +142,17 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double Min(const std::vector<double>& v) {
+  return *std::min_element(v.begin(), v.end());
+}
+
+struct Stat {
+  double min;
+  double median;
+};
+
+Stat Of(const std::vector<double>& v) { return Stat{Min(v), Median(v)}; }
+
 void Usage(const char* why) {
   std::fprintf(stderr,
                "ratomic_benchmark: %s\nusage: GASNET_PSHM_NODES=2 "
@@ -154,8 +170,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_me = gex_TM_QueryRank(g_tm);
-  long iters = 200000;
-  long trials = 7;
+  long iters = 5000;
+  long trials = 101;
   for (int i = 1; i < argc; ++i) {
     if (i + 1 < argc && std::strcmp(argv[i], "--iters") == 0) {
       iters = std::atol(argv[++i]);
@@ -212,7 +228,7 @@ int main(int argc, char** argv) {
   AdPingPong(ad, iters / 10 + 1);
 
   std::vector<double> raw, gex, raw_u, gex_u, am;
-  const long am_iters = std::max(1L, iters / 20);
+  const long am_iters = std::max(1L, iters / 10);
   for (long t = 0; t < trials; ++t) {
     raw.push_back(RawPingPong(iters));
     gex.push_back(AdPingPong(ad, iters));
@@ -221,30 +237,33 @@ int main(int argc, char** argv) {
     am.push_back(AdPingPong(ad_am, am_iters));
   }
   if (g_me == 0) {
-    const double r = Median(raw), g = Median(gex), ru = Median(raw_u),
-                 gu = Median(gex_u), a = Median(am);
+    const Stat r = Of(raw), g = Of(gex), ru = Of(raw_u), gu = Of(gex_u),
+               a = Of(am);
     std::printf(
-        "ratomic_benchmark: 2 ranks on smp, %ld round trips x %ld "
-        "trials (medians; gex-am %ld round trips)\n",
-        iters, trials, am_iters);
+        "ratomic_benchmark: 2 ranks on smp, %ld trials of %ld round trips "
+        "(gex-am: %ld), interleaved; min and median per trial\n",
+        trials, iters, am_iters);
+    const auto line = [](const char* what, Stat s, const char* unit) {
+      std::printf("%-50s min %8.1f  median %8.1f %s\n", what, s.min, s.median,
+                  unit);
+    };
+    line("ping-pong raw (atomic_ref load + fetch_add)", r, "ns/hop");
+    line("ping-pong gex (gex_AD_OpBlocking_U64 GET + FADD)", g, "ns/hop");
+    line("ping-pong gex-am (GEX_RMA_FORCE_AM=1)", a, "ns/hop");
+    line("uncontended fetch-add raw", ru, "ns/op");
+    line("uncontended fetch-add gex", gu, "ns/op");
     std::printf(
-        "ping-pong raw (atomic_ref load + fetch_add)     %8.1f ns/hop\n", r);
+        "ratio fetch-add ping-pong: gex/raw = %.2f (min) %.2f (median); "
+        "bound 1.5\n",
+        g.min / r.min, g.median / r.median);
     std::printf(
-        "ping-pong gex (gex_AD_OpBlocking_U64 GET + FADD) %7.1f ns/hop\n", g);
+        "ratio fetch-add ping-pong over AMs: gex-am/raw = %.2f (min) %.2f "
+        "(median)\n",
+        a.min / r.min, a.median / r.median);
     std::printf(
-        "ping-pong gex-am (GEX_RMA_FORCE_AM=1)           %8.1f ns/hop\n", a);
-    std::printf("uncontended fetch-add raw                       %8.1f ns/op\n",
-                ru);
-    std::printf("uncontended fetch-add gex                       %8.1f ns/op\n",
-                gu);
-    std::printf("ratio fetch-add ping-pong: gex/raw = %.2f (bound 1.5)\n",
-                g / r);
-    std::printf("ratio fetch-add ping-pong over AMs: gex-am/raw = %.2f\n",
-                a / r);
-    std::printf(
-        "ratio uncontended fetch-add: gex/raw = %.2f (+%.1f ns per "
-        "call)\n",
-        gu / ru, gu - ru);
+        "ratio uncontended fetch-add: gex/raw = %.2f (min) %.2f (median); "
+        "+%.1f ns per call (min)\n",
+        gu.min / ru.min, gu.median / ru.median, gu.min - ru.min);
     std::fflush(stdout);
   }
   Barrier();

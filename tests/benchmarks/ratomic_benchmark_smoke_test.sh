@@ -16,10 +16,10 @@ echo "$out"
 [[ $rc -eq 0 ]] || fail "the 2-rank job exited $rc"
 for what in "ping-pong raw" "ping-pong gex " "ping-pong gex-am" \
   "uncontended fetch-add raw" "uncontended fetch-add gex"; do
-  grep -qE "^${what}.* [0-9.]+ ns/(hop|op)$" <<<"$out" ||
+  grep -qE "^${what}.* min +[0-9.]+ +median +[0-9.]+ ns/(hop|op)$" <<<"$out" ||
     fail "no result for '${what}'"
 done
-grep -qE "^ratio fetch-add ping-pong: gex/raw = [0-9.]+ " <<<"$out" ||
+grep -qE "^ratio fetch-add ping-pong: gex/raw = [0-9.]+ \(min\) [0-9.]+ \(median\)" <<<"$out" ||
   fail "no ping-pong ratio line"
 grep -qE "^ratio fetch-add ping-pong over AMs: gex-am/raw = [0-9.]+" <<<"$out" ||
   fail "no AM ratio line"
