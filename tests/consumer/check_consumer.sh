@@ -13,7 +13,10 @@
 #      every argument, payload and reply checked;
 #   2. builds a C++ client on @gex//api/cpp:gex_cpp (plus gasnet_smp_seq) and
 #      runs it as a 2-rank job with GASNET_PSHM_NODES=2: Put, get_nb,
-#      get_val and typed AM round trips, every value checked.
+#      get_val and typed AM round trips, every value checked;
+#   3. builds a tools-only client (no conduit) on
+#      @gex//api/tools:gasnet_tools_seq, and with GASNETT_THREAD_SAFE on
+#      @gex//api/tools:gasnet_tools_par, and runs each (a plain process).
 # Each job must exit 0 and each rank must print its "ok" line.
 #
 # Usage: tests/consumer/check_consumer.sh [GEX_LABEL]
@@ -96,7 +99,8 @@ load("@gex//:repositories.bzl", "gex_dependencies")
 gex_dependencies()
 EOF
 cp "$sources/consumer.BUILD" "$scratch/BUILD.bazel"
-cp "$sources/c_client.c" "$sources/cpp_client.cc" "$scratch/"
+cp "$sources/c_client.c" "$sources/cpp_client.cc" "$sources/tools_client.c" \
+  "$scratch/"
 
 if [[ -n "$label" ]]; then
   cat >>"$scratch/BUILD.bazel" <<EOF
@@ -129,10 +133,10 @@ cd "$scratch"
 flags=("--disk_cache=$disk_cache" --nosandbox_debug)
 
 rc=0
-bz build "${flags[@]}" //:c_client //:cpp_client @gex//tools:gasnetrun_smp ||
-  rc=$?
+bz build "${flags[@]}" //:c_client //:cpp_client //:tools_seq_client \
+  //:tools_par_client @gex//tools:gasnetrun_smp || rc=$?
 if ((rc != 0)); then
-  verdict="check_consumer: FAIL: bazel build of //:c_client, //:cpp_client and @gex//tools:gasnetrun_smp exited $rc"
+  verdict="check_consumer: FAIL: bazel build of //:c_client, //:cpp_client, //:tools_seq_client, //:tools_par_client and @gex//tools:gasnetrun_smp exited $rc"
   exit 1
 fi
 bin="$(bz info "${flags[@]}" bazel-bin 2>/dev/null)"
@@ -163,6 +167,22 @@ run_job() {
 run_job c_client "$bin/external/gex/tools/gasnetrun_smp" -n 2 "$bin/c_client"
 run_job cpp_client env GASNET_PSHM_NODES=2 "$bin/cpp_client"
 
+# The tools-only clients: plain processes, one line each.
+for model in seq par; do
+  upper="$(tr a-z A-Z <<<"$model")"
+  echo "check_consumer: running $bin/tools_${model}_client"
+  out="$(timeout 60 "$bin/tools_${model}_client" 2>&1)" || {
+    echo "$out"
+    verdict="check_consumer: FAIL: tools_${model}_client exited nonzero"
+    exit 1
+  }
+  echo "$out"
+  if ! grep -q "^tools_client: $upper ok\$" <<<"$out"; then
+    verdict="check_consumer: FAIL: tools_${model}_client printed no ok line"
+    exit 1
+  fi
+done
+
 if [[ -n "$label" ]]; then
   rc=0
   bz test "${flags[@]}" --test_output=errors //:label_test || rc=$?
@@ -172,4 +192,4 @@ if [[ -n "$label" ]]; then
   fi
 fi
 
-verdict="check_consumer: PASS: a consumer workspace with only the README's three WORKSPACE lines built and ran a 2-rank C client on @gex//conduit/smp:gasnet_smp_seq and a 2-rank C++ client on @gex//api/cpp:gex_cpp${label:+, and a test linking $label}"
+verdict="check_consumer: PASS: a consumer workspace with only the README's three WORKSPACE lines built and ran a 2-rank C client on @gex//conduit/smp:gasnet_smp_seq and a 2-rank C++ client on @gex//api/cpp:gex_cpp and tools-only clients on @gex//api/tools:gasnet_tools_seq and _par${label:+, and a test linking $label}"
