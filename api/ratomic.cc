@@ -50,6 +50,10 @@
 #include "rma/event.h"
 #include "rma/nbi.h"
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 static_assert(GEX_DT_I32 == gexrt::rma::kDtI32 &&
               GEX_DT_U32 == gexrt::rma::kDtU32 &&
               GEX_DT_I64 == gexrt::rma::kDtI64 &&
@@ -168,6 +172,20 @@ std::string OpText(uint32_t op) {
 // ---------------------------------------------------------------------------
 // Handlers.
 
+// An AM-path operation's happens-before runs from the initiating thread
+// (which set up result_p and the counter) through the target process and
+// back to whichever thread of this process runs the reply handler.
+// ThreadSanitizer cannot see the other process's half, so the edge is
+// annotated on the counter, as the RMA engine does: released before the
+// request, acquired by the reply handler. Nothing in other builds.
+#if defined(__SANITIZE_THREAD__)
+inline void HandOff(rma::Counter* c) { __tsan_release(c); }
+inline void TakeOver(rma::Counter* c) { __tsan_acquire(c); }
+#else
+inline void HandOff(rma::Counter*) {}
+inline void TakeOver(rma::Counter*) {}
+#endif
+
 inline void Split(uint64_t v, uint32_t* out) {
   out[0] = static_cast<uint32_t>(v);
   out[1] = static_cast<uint32_t>(v >> 32);
@@ -216,6 +234,9 @@ void RequestHandler(void* token, int32_t op, int32_t dt, int32_t a0, int32_t a1,
 // At the initiator: the result (fetching ops) and then the completion.
 void ReplyHandler(void*, int32_t r0, int32_t r1, int32_t c0, int32_t c1,
                   int32_t v0, int32_t v1, int32_t size) {
+  auto* counter =
+      reinterpret_cast<rma::Counter*>(static_cast<uintptr_t>(Join(c0, c1)));
+  TakeOver(counter);
   auto* result = reinterpret_cast<void*>(static_cast<uintptr_t>(Join(r0, r1)));
   if (result != nullptr) {
     const uint64_t v = Join(v0, v1);
@@ -226,8 +247,7 @@ void ReplyHandler(void*, int32_t r0, int32_t r1, int32_t c0, int32_t c1,
       std::memcpy(result, &v, 8);
     }
   }
-  reinterpret_cast<rma::Counter*>(static_cast<uintptr_t>(Join(c0, c1)))
-      ->Complete();
+  counter->Complete();
 }
 
 // Registers the two handlers at the reserved indices, once per process.
@@ -430,6 +450,7 @@ bool SendRemote(Runtime& rt, gex_Rank_t rank, void* tgt_addr, uint32_t dt,
         &args[8]);
   Split(reinterpret_cast<uintptr_t>(&counter), &args[10]);
   counter.Start(1);
+  HandOff(&counter);
   if (core::Request(rt, rank, am::Category::kShort, kRequestIndex, args, 12,
                     nullptr, 0, 0, nullptr, immediate) != am::SendStatus::kOk) {
     counter.Unstart(1);
