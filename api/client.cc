@@ -19,6 +19,7 @@
 #include "api/event.h"
 #include "api/rma.h"
 #include "api/runtime.h"
+#include "api/vis.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "bootstrap/current_call.h"
@@ -84,6 +85,8 @@ int ClientInit(InitOptions options, gex_Client_t* client_p, gex_EP_t* ep_p,
   // Registers the RMA engine's internal handlers: before any message can
   // be dispatched (nothing polls before gex_Client_Init returns).
   RmaInit(*rt);
+  // VIS's handlers (fixed indices 124-127), for the same reason.
+  VisInit(*rt);
   CollInit(*rt);
   rt->barrier.AttachShared();  // Collective: the supernode's barrier flags.
   core::ExitInit(*rt);  // Collective: the exit cells; signals and on_exit.
