@@ -21,8 +21,11 @@
  *          then read back (GEX_OP_GET) and checked against the C
  *          expression; a fetching opcode's result must be x. Also the
  *          domain queries, CData, and NBI inside an access region.
- *          Prints "rank R: ops ok ops=K direct=D" (D: NB calls that
- *          returned GEX_EVENT_INVALID).
+ *          Then GEX_FLAG_IMMEDIATE in every form (FADD on a U64 cell,
+ *          100 rounds): a refusal (only off the direct path) is retried
+ *          without it, and the cell ends exact.
+ *          Prints "rank R: ops ok ops=K direct=D refused=F" (D: NB calls
+ *          that returned GEX_EVENT_INVALID; F: IMMEDIATE refusals).
  *   sum    Every rank adds to counters on every rank at once: K rounds of
  *          FADD 1 (U64, Blocking, the fetched values strictly increasing
  *          per rank), ADD 2 (I32, NBI), INC (I64, NB), ADD 0.5 (DBL,
@@ -310,6 +313,56 @@ DEFINE_OPS(
 DEFINE_OPS(FLT, float, 0, (void)0)
 DEFINE_OPS(DBL, double, 0, (void)0)
 
+/* GEX_FLAG_IMMEDIATE: each form may refuse (NB: GEX_EVENT_NO_OP, NBI and
+ * Blocking: non-zero) having done nothing, only where the operation is not
+ * direct; a refused operation is retried without the flag. The cell ends
+ * at exactly 3 x kImmediateRounds. Returns the refusals. */
+enum { kImmediateRounds = 100 };
+
+static long Immediate(gex_Rank_t t, uint64_t *cell) {
+  gex_AD_t ad;
+  gex_AD_Create(&ad, g_tm, GEX_DT_U64, GEX_OP_FADD | GEX_OP_SET | GEX_OP_GET,
+                0);
+  long refused = 0;
+  uint64_t r = 0;
+  CHECK(gex_AD_OpBlocking_U64(ad, NULL, t, cell, GEX_OP_SET, 0, 0, 0) == 0,
+        "SET");
+  for (int k = 0; k < kImmediateRounds; ++k) {
+    gex_Event_t e =
+        gex_AD_OpNB_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, GEX_FLAG_IMMEDIATE);
+    if (e == GEX_EVENT_NO_OP) {
+      CHECK(!DirectTo(t), "a direct NB refused with IMMEDIATE");
+      ++refused;
+      e = gex_AD_OpNB_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, 0);
+    }
+    gex_Event_Wait(e);
+    if (gex_AD_OpNBI_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0,
+                         GEX_FLAG_IMMEDIATE) != 0) {
+      CHECK(!DirectTo(t), "a direct NBI refused with IMMEDIATE");
+      ++refused;
+      CHECK(gex_AD_OpNBI_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, 0) == 0,
+            "NBI");
+    }
+    gex_NBI_Wait(GEX_EC_RMW, 0);
+    if (gex_AD_OpBlocking_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0,
+                              GEX_FLAG_IMMEDIATE) != 0) {
+      CHECK(!DirectTo(t), "a direct Blocking refused with IMMEDIATE");
+      ++refused;
+      CHECK(gex_AD_OpBlocking_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, 0) == 0,
+            "Blocking");
+    }
+    CHECK(r == (uint64_t)3 * k + 2, "FADD %d fetched %llu", k,
+          (unsigned long long)r);
+  }
+  CHECK(gex_AD_OpBlocking_U64(ad, &r, t, cell, GEX_OP_GET, 0, 0, 0) == 0 &&
+            r == (uint64_t)3 * kImmediateRounds,
+        "IMMEDIATE FADDs: cell %llu, expected %d", (unsigned long long)r,
+        3 * kImmediateRounds);
+  Barrier();
+  gex_AD_Destroy(ad);
+  return refused;
+}
+
 static void Ops(void) {
   const gex_Rank_t next = (g_me + 1) % g_n;
   const gex_Rank_t targets[2] = {next, g_me};
@@ -323,8 +376,13 @@ static void Ops(void) {
     Ops_FLT(t, (float *)Cell(t, g_me, 4));
     Ops_DBL(t, (double *)Cell(t, g_me, 5));
   }
+  long refused = 0;
+  for (int k = 0; k < ntargets; ++k) {
+    refused += Immediate(targets[k], (uint64_t *)Cell(targets[k], g_me, 6));
+  }
   char line[128];
-  snprintf(line, sizeof line, "ops ok ops=%ld direct=%ld", g_ops, g_direct);
+  snprintf(line, sizeof line, "ops ok ops=%ld direct=%ld refused=%ld", g_ops,
+           g_direct, refused);
   Finish(line);
 }
 

@@ -53,6 +53,12 @@ TEST_P(RatomicJobTest, EveryOpEveryTypeAndExactSums) {
         }
       }
       EXPECT_EQ(Field(line, "direct"), direct) << line;
+      // IMMEDIATE: never refused on the direct path.
+      const long long refused = Field(line, "refused");
+      EXPECT_GE(refused, 0) << line;
+      if (direct == (n == 1 ? 1 : 2) * nb_per_target) {
+        EXPECT_EQ(refused, 0) << line;
+      }
     }
   }
 }
