@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -25,11 +26,12 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 
 JobResult RunTraceJob(int n, const std::string& mode,
-                      const std::vector<std::string>& env) {
+                      const std::vector<std::string>& env,
+                      const std::string& client = "trace_client") {
   BecomeSubreaper();
   JobSpec spec;
   spec.argv = {Runfile("tools/gasnetrun_smp"), "-n", std::to_string(n),
-               Runfile("tests/tools/trace_client"), mode};
+               Runfile("tests/tools/" + client), mode};
   // Only the case's settings: none inherited from the test's environment.
   spec.env = {"GASNET_TRACEFILE",  "GASNET_TRACEMASK",
               "GASNET_STATSFILE",  "GASNET_STATSMASK",
@@ -57,14 +59,17 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-class TraceJobTest : public ::testing::TestWithParam<int> {};
+// (client, ranks): the C and the C++ build of the client.
+class TraceJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
-  const int n = GetParam();
+  const auto& [client, n] = GetParam();
   const std::string dir = MakeTempDir("trace");
   const JobResult r = RunTraceJob(n, "trace",
                                   {"GASNET_TRACEFILE=" + dir + "/trace-%.log",
-                                   "GASNET_STATSFILE=" + dir + "/stats-%.log"});
+                                   "GASNET_STATSFILE=" + dir + "/stats-%.log"},
+                                  client);
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_THAT(r.survivors, IsEmpty());
   for (int rank = 0; rank < n; ++rank) {
@@ -136,10 +141,14 @@ TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
   EXPECT_FALSE(Exists(absl::StrFormat("%s/trace-%d.log", dir, n)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, TraceJobTest, ::testing::Values(1, 3),
-                         [](const auto& info) {
-                           return absl::StrFormat("n%d", info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, TraceJobTest,
+    ::testing::Combine(::testing::Values("trace_client", "trace_client_cxx"),
+                       ::testing::Values(1, 3)),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d", std::get<0>(info.param),
+                             std::get<1>(info.param));
+    });
 
 TEST(TraceSettingsTest, MaskFromTheEnvironment) {
   const std::string dir = MakeTempDir("trace");
