@@ -12,8 +12,8 @@ and environment (an "instance"), which declares
   <suite>_job_test<name_suffix>  each suite's driver, run against
                               `launcher` and those clients, with `env`
 
-for the suites am, barrier, bad_input, legacy, par, rma, ratomic, coll and
-cpp. The
+for the suites am, barrier, bad_input, legacy, par, rma, ratomic, vis,
+coll and cpp. The
 drivers are compiled once (as <suite>_job_test_driver), whatever the number
 of instances.
 
@@ -118,6 +118,9 @@ _CLIENTS = {
         par = True,
         deps = [],
     ),
+    # VIS (C11, SEQ): modes shapes, peer and one misuse per bad-input mode
+    # (see its header comment).
+    "vis_client": struct(src = "vis_client.c", par = False, deps = []),
     # Collectives (C11, SEQ): modes bcast, reduce, user, nc, inplace,
     # overlap, early, zero, and one misuse per mode (see its header).
     "coll_client": struct(src = "coll_client.c", par = False, deps = []),
@@ -195,6 +198,15 @@ _SUITES = {
         timeout = "short",
         shard_count = 4,
     ),
+    # VIS jobs at 1, 2, 3, 4 and 8 ranks, direct and GEX_RMA_FORCE_AM=1:
+    # every shape, Put and Get, every form against a reference; peer
+    # completion; misuse naming the call.
+    "vis": struct(
+        clients = ["vis_client"],
+        deps = [_STR_FORMAT],
+        timeout = "short",
+        shard_count = 4,
+    ),
     # Collectives jobs at 1, 2, 3, 4 and 8 ranks; misuse naming the call.
     "coll": struct(
         clients = ["coll_client"],
@@ -229,6 +241,7 @@ API_QUICK_CASES = {
     "coll": "*_n2:*_n4:*CollBadInputJobTest.*bad_bcast_root",
     "cpp": "*_n2_*:*_n4_*:*n2_*:*n4_*",
     "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct",
+    "vis": "*_n2_*:*_n4_*:*null_list_direct",
 }
 
 def _driver(suite):
