@@ -133,9 +133,6 @@
  * (GASNET_HAVE_MK_CLASS_CUDA_UVA, _HIP, _ZE) stay undefined: clients test
  * them with #if defined(...). */
 #define GASNET_HAVE_MK_CLASS_MULTIPLE 0
-/* Segments are allocated by GASNet (gex_Segment_Attach) only. */
-#define GASNET_SEGMENT_LARGE 0
-#define GASNET_SEGMENT_EVERYTHING 0
 #if defined(GEX_DEBUG) && GEX_DEBUG
 #define GASNET_DEBUG 1
 #define GASNETI_BUILD_KIND_STR "debug"
