@@ -59,12 +59,15 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// (client, ranks): the C and the C++ build of the client.
+// (client, ranks): the C and the C++ builds of the client, SEQ and PAR.
 class TraceJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
   const auto& [client, n] = GetParam();
+  // The PAR builds trace 4 x 50 more lines, from threads.
+  const bool par = absl::EndsWith(client, "_par");
+  const int traced = par ? 3 + 4 * 50 : 3;
   const std::string dir = MakeTempDir("trace");
   const JobResult r = RunTraceJob(n, "trace",
                                   {"GASNET_TRACEFILE=" + dir + "/trace-%.log",
@@ -74,9 +77,9 @@ TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
   EXPECT_THAT(r.survivors, IsEmpty());
   for (int rank = 0; rank < n; ++rank) {
     SCOPED_TRACE(absl::StrFormat("rank %d", rank));
-    EXPECT_THAT(r.out,
-                HasSubstr(absl::StrFormat(
-                    "rank %d: trace ok traced=3 mask=GPRSWBLAXIOCDNHU", rank)))
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat(
+                           "rank %d: trace ok traced=%d mask=GPRSWBLAXIOCDNHU",
+                           rank, traced)))
         << Describe(r);
 
     const std::string trace_path =
@@ -104,6 +107,21 @@ TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
                            "%d\n",
                            rank)));
     EXPECT_THAT(trace, HasSubstr("(I) end of trace\n"));
+    if (par) {
+      // Every thread's every line, whole and once, with its own source line.
+      for (int t = 0; t < 4; ++t) {
+        for (int i = 0; i < 50; ++i) {
+          const std::string line = absl::StrFormat(
+              "(H) [thread.c:%d] thread %d line %d of rank %d\n", 1000 + t, t,
+              i, rank);
+          const size_t at = trace.find(line);
+          EXPECT_NE(at, std::string::npos) << line;
+          if (at != std::string::npos) {
+            EXPECT_EQ(trace.find(line, at + 1), std::string::npos) << line;
+          }
+        }
+      }
+    }
     for (int other = 0; other < n; ++other) {
       if (other == rank) continue;
       EXPECT_THAT(trace, Not(HasSubstr(absl::StrFormat("rank %d\n", other))));
@@ -130,7 +148,8 @@ TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
     const std::string first = stats.substr(dump, final_dump - dump);
     const std::string last = stats.substr(final_dump);
     EXPECT_THAT(first, HasSubstr("(S) GASNET_STATSMASK: H\n"));
-    EXPECT_THAT(first, HasSubstr("(S) client trace messages (H): 3\n"));
+    EXPECT_THAT(first, HasSubstr(absl::StrFormat(
+                           "(S) client trace messages (H): %d\n", traced)));
     EXPECT_THAT(first, HasSubstr("(S) client statistics messages (H): 2\n"));
     EXPECT_THAT(first,
                 HasSubstr(absl::StrFormat("(H) callback of rank %d\n", rank)));
@@ -143,7 +162,9 @@ TEST_P(TraceJobTest, EachRankWritesItsOwnTraceAndStatistics) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ranks, TraceJobTest,
-    ::testing::Combine(::testing::Values("trace_client", "trace_client_cxx"),
+    ::testing::Combine(::testing::Values("trace_client", "trace_client_cxx",
+                                         "trace_client_par",
+                                         "trace_client_cxx_par"),
                        ::testing::Values(1, 3)),
     [](const auto& info) {
       return absl::StrFormat("%s_n%d", std::get<0>(info.param),
