@@ -1,11 +1,18 @@
 /*
  * gasnet_tools.h: gex's implementation of the GASNet tools portability
  * interface (timers, memory barriers, atomics, mutexes and condition
- * variables, environment queries, backtraces and assorted system queries).
+ * variables, thread keys, environment queries, backtraces, system queries,
+ * data utilities, tracing and statistics).
  *
  * Source-compatible with the subset of GASNet's gasnet_tools.h that clients
  * use; the names and their contracts are GASNet's (see README-tools in the
  * GASNet distribution), the code is ours. Usable from C11 and C++.
+ *
+ * A tools-only program links //api/tools:gasnet_tools_seq, or
+ * :gasnet_tools_par when it defines GASNETT_THREAD_SAFE; a conduit target
+ * brings the tools with it. A conduit client includes gasnetex.h first: the
+ * full-mode part at the end of this header (GASNETT_MAX_THREADS, the
+ * dt/op/ti and VIS formatters, the diagnostics) needs its types.
  *
  *   #include <gasnet_tools.h>
  *
