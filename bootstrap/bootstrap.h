@@ -71,7 +71,7 @@ class Bootstrap {
   // (bootstrap/exit_signal.h), this one included. False when there is no
   // launcher that can (exit/ then elects a leader over Active Messages
   // alone). May be called from a signal handler.
-  virtual bool RequestJobExit(int code) { return false; }
+  virtual bool RequestJobExit(int /*code*/) { return false; }
 
   // The launcher asked which GASNet call this rank is in (a bootstrap
   // collective timed out without it): answers with CurrentCall()

@@ -13,7 +13,8 @@
 #   3. the layering check (no upward dependency edge; the seven dependency
 #      targets exist) and the seam check (rma/ does not depend on pshm/;
 #      api/ uses pshm/ only in the barrier and collectives);
-#   4. a scratch workspace that consumes gex through gex_dependencies().
+#   4. a scratch workspace that consumes gex through gex_dependencies(),
+#      and GASNet's hello world (gasnetex.h only) built and run from one.
 # Ends with one line: "N passed, N failed" (Bazel tests count one each,
 # the three checks count one each).
 set -uo pipefail
@@ -80,6 +81,7 @@ run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
 run_check "layering check" bash tools/check_layers.sh
 run_check "seam check" bash tools/check_seam.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh
+run_check "hello world from a consumer workspace" bash tests/consumer/check_hello.sh
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
