@@ -19,13 +19,23 @@
 //               into a contiguous copy;
 //   strided-2lv the same elements as a 2-level shape: groups of 8
 //               elements at stride 2E, the groups at stride 18E (a gap
-//               between groups, so the levels do not fold into one).
+//               between groups, so the levels do not fold into one);
+//   padded      gex_VIS_StridedPutBlocking of B/E elements at stride
+//               E + 64 on both sides (rows of a padded 2-D array: a
+//               footprint only a little larger than B);
+//   raw-strided the baseline of the memory system: the strided pattern
+//               (strides 2E) copied with a plain memcpy loop on the mapped
+//               address, no GASNet call. A strided pattern spreads the same
+//               bytes over twice the memory, which costs the hardware
+//               something whatever copies them; strided/raw-strided is
+//               what VIS itself adds.
 // Each measurement is N calls, taken T times, interleaved (contiguous,
-// strided, strided-2lv, contiguous, ...), so that a trial the scheduler
-// interrupted is one of many. Prints, at rank 0, one line per measurement
-// with the fastest trial (min: the cost with nothing else in the way) and
-// the median, in GB/s, and the ratios
-//   ratio strided/contiguous E=<E>: R (min) R' (median)
+// strided, strided-2lv, padded, raw-strided, contiguous, ...), so that a trial
+// the scheduler interrupted is one of many. Prints, at rank 0, one line per
+// measurement with the fastest trial (min: the cost with nothing else in the
+// way) and the median, in GB/s, and the ratios
+//   ratio strided/contiguous E=<E>: R (min) R' (median); 2-level ...;
+//         padded ...; strided/raw-strided ...
 // where the bound (>= 0.8) is on R (bandwidth over bandwidth).
 #include <gasnet_vis.h>
 #include <gasnetex.h>
@@ -119,6 +129,7 @@ int main(int argc, char** argv) {
     gasnet_exit(1);
   }
   auto* dst = static_cast<unsigned char*>(owner);
+  auto* mapped = static_cast<unsigned char*>(local);
   std::vector<unsigned char> src(span);
   for (size_t i = 0; i < span; ++i) src[i] = static_cast<unsigned char>(i);
   Barrier();
@@ -135,7 +146,8 @@ int main(int argc, char** argv) {
       const size_t count3[2] = {8, n / 8};
       const ptrdiff_t stride3[2] = {static_cast<ptrdiff_t>(2 * e),
                                     static_cast<ptrdiff_t>(18 * e)};
-      std::vector<double> contiguous, strided, strided3;
+      const ptrdiff_t pad[1] = {static_cast<ptrdiff_t>(e + 64)};
+      std::vector<double> contiguous, strided, strided3, padded, raw;
       for (long t = 0; t < trials; ++t) {
         double t0 = Now();
         for (long i = 0; i < iters; ++i) {
@@ -154,10 +166,27 @@ int main(int argc, char** argv) {
                                      e, count3, 2, 0);
         }
         strided3.push_back((Now() - t0) / iters);
+        t0 = Now();
+        for (long i = 0; i < iters; ++i) {
+          gex_VIS_StridedPutBlocking(g_tm, 1, dst, pad, src.data(), pad, e,
+                                     count2, 1, 0);
+        }
+        padded.push_back((Now() - t0) / iters);
+        t0 = Now();
+        for (long i = 0; i < iters; ++i) {
+          for (size_t k = 0; k < n; ++k) {
+            std::memcpy(mapped + 2 * e * k, src.data() + 2 * e * k, e);
+          }
+          // Keep the copies: the compiler may not drop or merge them.
+          asm volatile("" : : "r"(mapped) : "memory");
+        }
+        raw.push_back((Now() - t0) / iters);
       }
       const Stats c = Summarize(contiguous);
       const Stats s = Summarize(strided);
       const Stats s3 = Summarize(strided3);
+      const Stats p = Summarize(padded);
+      const Stats r = Summarize(raw);
       const double gb = static_cast<double>(bytes) / 1e9;
       std::printf("E=%-5zu %-12s min %7.2f  median %7.2f GB/s\n", e,
                   "contiguous", gb / c.min, gb / c.median);
@@ -165,11 +194,17 @@ int main(int argc, char** argv) {
                   gb / s.min, gb / s.median);
       std::printf("E=%-5zu %-12s min %7.2f  median %7.2f GB/s\n", e,
                   "strided-2lv", gb / s3.min, gb / s3.median);
+      std::printf("E=%-5zu %-12s min %7.2f  median %7.2f GB/s\n", e, "padded",
+                  gb / p.min, gb / p.median);
+      std::printf("E=%-5zu %-12s min %7.2f  median %7.2f GB/s\n", e,
+                  "raw-strided", gb / r.min, gb / r.median);
       std::printf(
           "ratio strided/contiguous E=%zu: %.2f (min) %.2f (median); "
-          "2-level %.2f (min) %.2f (median)\n",
+          "2-level %.2f (min) %.2f (median); padded %.2f (min) %.2f "
+          "(median); strided/raw-strided %.2f (min) %.2f (median)\n",
           e, c.min / s.min, c.median / s.median, c.min / s3.min,
-          c.median / s3.median);
+          c.median / s3.median, c.min / p.min, c.median / p.median,
+          r.min / s.min, r.median / s.median);
     }
     std::fflush(stdout);
   }

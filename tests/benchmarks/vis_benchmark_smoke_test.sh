@@ -15,11 +15,11 @@ rc=$?
 echo "$out"
 [[ $rc -eq 0 ]] || fail "the 2-rank job exited $rc"
 for e in 64 256 1024 4096; do
-  for what in contiguous strided strided-2lv; do
+  for what in contiguous strided strided-2lv padded raw-strided; do
     grep -qE "^E=${e} +${what} +min +[0-9.]+ +median +[0-9.]+ GB/s$" <<<"$out" ||
       fail "no result for E=${e} ${what}"
   done
-  grep -qE "^ratio strided/contiguous E=${e}: [0-9.]+ \(min\) [0-9.]+ \(median\); 2-level [0-9.]+ \(min\) [0-9.]+ \(median\)$" <<<"$out" ||
+  grep -qE "^ratio strided/contiguous E=${e}: [0-9.]+ \(min\) [0-9.]+ \(median\); 2-level [0-9.]+ \(min\) [0-9.]+ \(median\); padded [0-9.]+ \(min\) [0-9.]+ \(median\); strided/raw-strided [0-9.]+ \(min\) [0-9.]+ \(median\)$" <<<"$out" ||
     fail "no ratio line for E=${e}"
 done
 
