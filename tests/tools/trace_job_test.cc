@@ -186,6 +186,40 @@ TEST(TraceSettingsTest, MaskFromTheEnvironment) {
               HasSubstr("(I) GASNET_TRACEMASK: GPRSWBLAXIOCDNU\n"));
 }
 
+TEST(TraceSettingsTest, TraceLocalFromTheEnvironment) {
+  const std::string dir = MakeTempDir("trace");
+  const std::string file = "GASNET_TRACEFILE=" + dir + "/t-%";
+  JobResult r = RunTraceJob(1, "touch", {file});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.out, HasSubstr("rank 0: touch enabled=1 tracelocal=1"))
+      << Describe(r);
+  r = RunTraceJob(1, "touch", {file, "GASNET_TRACELOCAL=0"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.out, HasSubstr("rank 0: touch enabled=1 tracelocal=0"))
+      << Describe(r);
+  r = RunTraceJob(1, "touch", {file, "GASNET_TRACELOCAL=perhaps"});
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("GASNET_TRACELOCAL")) << Describe(r);
+}
+
+TEST(TraceSettingsTest, TraceFlushWritesEachLineAtOnce) {
+  // The client writes a line, then _exit()s: no stdio buffer is flushed.
+  // With GASNET_TRACEFLUSH the line is in the file; without, it is lost.
+  const std::string dir = MakeTempDir("trace");
+  JobResult r = RunTraceJob(
+      1, "vanish",
+      {"GASNET_TRACEFILE=" + dir + "/flushed-%", "GASNET_TRACEFLUSH=1"});
+  EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_THAT(ReadFile(dir + "/flushed-0"),
+              HasSubstr("(H) before the end of rank 0\n"))
+      << Describe(r);
+  r = RunTraceJob(1, "vanish", {"GASNET_TRACEFILE=" + dir + "/buffered-%"});
+  EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_TRUE(Exists(dir + "/buffered-0"));
+  EXPECT_THAT(ReadFile(dir + "/buffered-0"), Not(HasSubstr("before the end")))
+      << Describe(r);
+}
+
 TEST(TraceSettingsTest, NoFileNoTracing) {
   const JobResult r = RunTraceJob(2, "touch", {"GASNET_TRACEMASK=H"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
