@@ -220,20 +220,31 @@ void RequestHandler(void* token, int32_t op, int32_t dt, int32_t a0, int32_t a1,
   }
   const uint64_t old =
       rma::AtomicApply(target, udt, uop, Join(x0, x1), Join(y0, y1));
-  uint32_t args[7];
+  uint32_t args[8];
   args[0] = static_cast<uint32_t>(r0);
   args[1] = static_cast<uint32_t>(r1);
   args[2] = static_cast<uint32_t>(c0);
   args[3] = static_cast<uint32_t>(c1);
   Split(old, &args[4]);
   args[6] = static_cast<uint32_t>(size);
-  core::Reply(rt, *t, am::Category::kShort, kReplyIndex, args, 7, nullptr, 0, 0,
+  // Who the request came from: the reply handler checks it is itself
+  // before it writes through the pointers (they are that rank's).
+  args[7] = t->source;
+  core::Reply(rt, *t, am::Category::kShort, kReplyIndex, args, 8, nullptr, 0, 0,
               nullptr, /*immediate=*/false);
 }
 
 // At the initiator: the result (fetching ops) and then the completion.
 void ReplyHandler(void*, int32_t r0, int32_t r1, int32_t c0, int32_t c1,
-                  int32_t v0, int32_t v1, int32_t size) {
+                  int32_t v0, int32_t v1, int32_t size, int32_t initiator) {
+  if (ABSL_PREDICT_FALSE(static_cast<Rank>(initiator) != g_runtime->rank)) {
+    // A reply that is not ours: writing through its pointers would corrupt
+    // this process (they are the initiator's addresses).
+    FatalErrorF(
+        "remote atomic reply for rank %u arrived at rank %u (the transport "
+        "delivered a reply to the wrong rank)",
+        static_cast<Rank>(initiator), g_runtime->rank);
+  }
   auto* counter =
       reinterpret_cast<rma::Counter*>(static_cast<uintptr_t>(Join(c0, c1)));
   TakeOver(counter);
@@ -265,7 +276,7 @@ bool RegisterHandlers(Runtime& rt) {
   entries[1].index = kReplyIndex;
   entries[1].fn = reinterpret_cast<am::HandlerFn>(&ReplyHandler);
   entries[1].flags = am::kFlagShort | am::kFlagReply;
-  entries[1].nargs = 7;
+  entries[1].nargs = 8;
   entries[1].name = "gex remote atomic reply";
   const absl::Status s = rt.handlers.Register(entries, 2, /*internal=*/true);
   if (!s.ok()) FatalErrorF("gex_AD_Create: %s", s.message());
