@@ -21,11 +21,13 @@
 //    be a line every rank writes on every round). Bounded spin, then
 //    yield: kSpinRounds empty rounds with CpuRelax, then one yield. A
 //    round that made progress starts the spin again.
-//  - otherwise: CpuRelax after a round that found nothing, as a
-//    single-threaded rank always did, but for kLongSpinRounds rounds at
-//    most before a yield (what the peer waits behind may be a process or
-//    thread nobody counted). SEQ clients (count_threads false) pay no
-//    atomic at all, only a thread-local count of empty rounds.
+//  - otherwise: CpuRelax after a round that found nothing, exactly as a
+//    single-threaded rank always did. SEQ clients (count_threads false)
+//    pay no atomic at all. (Yielding here too after some 1024 empty
+//    rounds was tried: with other processes loading the CPUs it cut each
+//    rank's time on a CPU into short stretches, and 2 ranks of 1 thread,
+//    which make progress only while both run, took 2-4 s where pure
+//    spinning took 0.1-0.9 s.)
 //
 //   WaitPolicy policy;
 //   policy.Configure(ranks_on_host, OnlineCpuCount(), /*count_threads=*/par);
@@ -62,13 +64,6 @@ class WaitPolicy {
   // time slice (milliseconds) that a descheduled peer would otherwise be
   // waited for.
   static constexpr int kSpinRounds = 32;
-  // Empty rounds before a yield when the threads counted fit the CPUs: a
-  // thread this one waits for may still have lost its CPU to something
-  // not counted (another process, a client's own polling loop, a thread
-  // outside the runtime). About 50-150 us: no round trip between running
-  // peers takes that long, and a yield that finds nothing else to run
-  // costs about 1 us, under 2% of such a wait.
-  static constexpr int kLongSpinRounds = 1024;
 
   WaitPolicy() = default;
   WaitPolicy(const WaitPolicy&) = delete;
@@ -123,25 +118,25 @@ class WaitPolicy {
 
    private:
     void Step(bool progressed, bool yield_after_progress) {
-      int& idle = wait_policy_internal::t_idle_rounds;
       if (ABSL_PREDICT_FALSE(policy_.always_yield())) {
         if (!progressed || yield_after_progress) YieldCpu();
         return;
       }
+      if (ABSL_PREDICT_TRUE(!counted_ ||
+                            !policy_.Oversubscribed(policy_.waiting()))) {
+        if (!progressed) CpuRelax();
+        return;
+      }
+      // Oversubscribed: the thread-local count, only here.
+      int& idle = wait_policy_internal::t_idle_rounds;
       if (progressed) {
         idle = 0;
-        return;
-      }
-      const int bound = ABSL_PREDICT_FALSE(counted_ && policy_.Oversubscribed(
-                                                           policy_.waiting()))
-                            ? kSpinRounds
-                            : kLongSpinRounds;
-      if (ABSL_PREDICT_TRUE(++idle < bound)) {
+      } else if (++idle < kSpinRounds) {
         CpuRelax();
-        return;
+      } else {
+        idle = 0;
+        YieldCpu();
       }
-      idle = 0;
-      YieldCpu();
     }
 
     WaitPolicy& policy_;
