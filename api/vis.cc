@@ -136,10 +136,22 @@ void ReadHeader(const unsigned char* p, uint64_t* address, uint32_t* len) {
   std::memcpy(len, p + 8, 4);
 }
 
-std::vector<unsigned char>& Buffer() {
-  thread_local std::vector<unsigned char> buf;
+// Two buffers a thread, one for each side: a send may poll while it waits
+// for room, and a Get request handler run then must not write into the
+// payload being sent.
+std::vector<unsigned char>& Sized(std::vector<unsigned char>& buf) {
   if (buf.size() < g_pack) buf.resize(g_pack);
   return buf;
+}
+// Where the initiator packs a Request.
+std::vector<unsigned char>& PackBuffer() {
+  thread_local std::vector<unsigned char> buf;
+  return Sized(buf);
+}
+// Where a Get request handler packs its Reply.
+std::vector<unsigned char>& ReplyBuffer() {
+  thread_local std::vector<unsigned char> buf;
+  return Sized(buf);
 }
 
 // ---------------------------------------------------------------------------
@@ -186,7 +198,7 @@ void GetRequestHandler(void* token, void* buf, size_t nbytes, int32_t c0,
                        int32_t i1, int32_t o0, int32_t o1) {
   Runtime& rt = *g_runtime;
   auto* t = static_cast<am::Token*>(token);
-  std::vector<unsigned char>& out = Buffer();
+  std::vector<unsigned char>& out = ReplyBuffer();
   size_t used = 0;
   const auto* p = static_cast<const unsigned char*>(buf);
   for (const unsigned char* end = p + nbytes; p < end; p += kHeader) {
@@ -605,7 +617,7 @@ std::vector<Pair> StridedPairs(const Shape& s, unsigned char* local,
 // started) when `immediate` and the first Request would have to wait.
 bool PutAm(Runtime& rt, gex_Rank_t rank, const std::vector<Pair>& pairs,
            bool immediate, rma::Counter& rc) {
-  std::vector<unsigned char>& buf = Buffer();
+  std::vector<unsigned char>& buf = PackBuffer();
   uint32_t args[2];
   Split(reinterpret_cast<uintptr_t>(&rc), args);
   size_t used = 0;
@@ -646,7 +658,7 @@ bool GetAm(Runtime& rt, gex_Rank_t rank, std::vector<Pair>&& pairs,
   if (pairs.empty()) return true;
   auto* plan = new GetPlan;
   plan->pairs = std::move(pairs);
-  std::vector<unsigned char>& buf = Buffer();
+  std::vector<unsigned char>& buf = PackBuffer();
   uint32_t args[kReplyArgs];
   Split(reinterpret_cast<uintptr_t>(&rc), &args[0]);
   Split(reinterpret_cast<uintptr_t>(plan), &args[2]);
