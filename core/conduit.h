@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "am/vocabulary.h"
@@ -127,6 +128,13 @@ struct InitArgs {
   OtherProgress others;
 };
 
+// A segment bound to one of this rank's endpoints (Conduit::PublishSegments).
+struct PublishedSegment {
+  uint32_t ep_index = 0;  // 0: the primordial endpoint.
+  void* base = nullptr;   // In this process; null with size 0: none.
+  size_t size = 0;
+};
+
 // A negotiated-payload message between Reserve and Commit or Cancel. The
 // conduit may keep what it likes in `state`; `buffer` is where the client
 // writes up to `capacity` bytes of Medium payload.
@@ -196,6 +204,18 @@ class Conduit {
   // Collective over the job, once: this rank's segment is [base, +size)
   // (size 0: none). Registration and remote-key exchange go here.
   virtual absl::Status AttachSegment(void* base, size_t size) {
+    return absl::OkStatus();
+  }
+
+  // Collective over the job: segments bound to this rank's endpoints
+  // that gex_EP_PublishBoundSegment publishes (`mine`, maybe empty: every
+  // rank calls it, once per publication). Endpoint 0's first publication
+  // comes to AttachSegment instead, when gex_Segment_Attach was not
+  // called. A conduit with RDMA registers these and exchanges their keys
+  // here. Default: nothing (Active Messages reach any of them: a Long's
+  // destination is written by the target).
+  virtual absl::Status PublishSegments(
+      const std::vector<PublishedSegment>& mine) {
     return absl::OkStatus();
   }
 

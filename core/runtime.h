@@ -24,6 +24,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/node_map.h"
 #include "core/conduit.h"
+#include "core/endpoint_segments.h"
 #include "core/progress_list.h"
 #include "core/segment_table.h"
 #include "pshm/am_network.h"
@@ -72,6 +73,9 @@ class Runtime {
 
   am::HandlerTable handlers;
   SegmentTable segments;
+  // Every rank's published endpoint segments, by endpoint index
+  // (gex_EP_PublishBoundSegment).
+  EndpointSegments endpoint_segments;
   ProgressList progress;
 };
 

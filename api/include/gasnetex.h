@@ -114,7 +114,8 @@
 #define GASNET_PAGESIZE 4096
 #define GASNET_CACHE_LINE_BYTES 64
 #define GASNET_MAXNODES 0x7fffffff
-#define GASNET_MAXEPS 1
+/* Endpoints per process, the primordial one included (gex_EP_Create). */
+#define GASNET_MAXEPS 32
 #define GASNET_SUPPORTS_AM_CANCEL 1
 /* gex_Token_Info fills these fields. */
 #define GASNET_SUPPORTS_TI_SRCRANK 1
@@ -369,6 +370,66 @@ extern gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
                                               uintptr_t *size_p,
                                               gex_Flags_t flags);
 
+/* Segments and endpoints beyond gex_Segment_Attach (the multi-endpoint and
+ * memory-kinds parts of the specification; README, "Segments and
+ * endpoints").
+ *
+ * gex_Segment_Create makes a segment of `length` bytes of host memory
+ * (kind GEX_MK_HOST, the only kind here): the client's own at `address`,
+ * or, with address NULL, memory allocated here, shared so that supernode
+ * peers can map it. It is bound to no endpoint yet. flags must be 0.
+ * GASNET_OK, or GASNET_ERR_BAD_ARG / GASNET_ERR_RESOURCE (printed). */
+extern int gex_Segment_Create(gex_Segment_t *segment_p, gex_Client_t client,
+                              void *address, uintptr_t length, gex_MK_t kind,
+                              gex_Flags_t flags);
+/* Destroys a segment gex_Segment_Create made (unbinding it). A published
+ * segment only with GEX_FLAG_GLOBALLY_QUIESCED (the client asserts no
+ * communication on it is in flight anywhere); the primordial endpoint's
+ * never. Misuse is fatal, naming the call. */
+extern void gex_Segment_Destroy(gex_Segment_t segment, gex_Flags_t flags);
+/* The segment's memory kind (GEX_MK_HOST). */
+extern gex_MK_t gex_Segment_QueryKind(gex_Segment_t segment);
+/* Where the segment bound to the endpoint (tm, rank) is: its base as its
+ * owner sees it, as this process sees it (NULL when not mapped here) and
+ * its size. 0 with the outputs written (any may be NULL); non-zero, with
+ * nothing written, when that endpoint has no bound segment or (a remote
+ * one) its segment was not published to this process. */
+extern int gex_Segment_QueryBound(gex_TM_t tm, gex_Rank_t rank,
+                                  void **owneraddr_p, void **localaddr_p,
+                                  uintptr_t *size_p);
+
+/* Makes an additional endpoint of `client`, index 1, 2, ... in creation
+ * order (up to GASNET_MAXEPS per process). Supported capabilities:
+ * GEX_EP_CAPABILITY_RMA only; any other is refused with GASNET_ERR_BAD_ARG.
+ * flags must be 0. */
+extern int gex_EP_Create(gex_EP_t *ep_p, gex_Client_t client,
+                         gex_EP_Capabilities_t capabilities,
+                         gex_Flags_t flags);
+/* Binds `segment` (from gex_Segment_Create) to `ep`: once per endpoint and
+ * per segment. The primordial endpoint (if gex_Segment_Attach was not
+ * called) takes a segment allocated here (address NULL) when it has
+ * supernode peers. flags must be 0. Misuse is fatal, naming the call. */
+extern void gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment,
+                               gex_Flags_t flags);
+/* Collective over tm (the primordial team here): publishes the segments
+ * bound to eps[0..num_eps) (an endpoint with none publishes nothing), so
+ * that every participant may address them. num_eps may differ by rank.
+ * flags must be 0. GASNET_OK, GASNET_ERR_BAD_ARG (on every rank when any
+ * rank's arguments were bad) or GASNET_ERR_RESOURCE. */
+extern int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t *eps,
+                                      size_t num_eps, gex_Flags_t flags);
+
+/* The (job rank, endpoint index) of member `rank` of tm. flags must be 0. */
+extern gex_EP_Location_t gex_TM_TranslateRankToEP(gex_TM_t tm,
+                                                  gex_Rank_t rank,
+                                                  gex_Flags_t flags);
+
+/* The progress threads the client is asked to run (GEX_FLAG_DEFER_THREADS):
+ * none here, so *count_p is 0 (and *info_p an empty array). GASNET_OK. */
+extern int gex_System_QueryProgressThreads(
+    gex_Client_t client, unsigned int *count_p,
+    const gex_ProgressThreadInfo_t **info_p, gex_Flags_t flags);
+
 extern gex_Client_t gex_TM_QueryClient(gex_TM_t tm);
 extern gex_EP_t gex_TM_QueryEP(gex_TM_t tm);
 extern gex_Flags_t gex_TM_QueryFlags(gex_TM_t tm);
@@ -379,6 +440,36 @@ extern gex_Rank_t gex_TM_QuerySize(gex_TM_t tm);
 extern gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t tm, gex_Rank_t rank);
 extern gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t tm,
                                                 gex_Rank_t jobrank);
+
+/* Teams. gex_TM_Split (collective over parent_tm) makes one team per
+ * colour from the callers with that colour, ordered by key then by parent
+ * rank; a caller with GEX_TM_NO_COLOR (or any negative colour) joins none
+ * and gets GEX_TM_INVALID. gex_TM_Create (collective over parent_tm): each
+ * caller names its new team's members in team order (parent ranks, or job
+ * ranks with GEX_FLAG_RANK_IS_JOBRANK; primordial endpoints only), the same
+ * list on every member; a caller with numargs 0 joins none. With
+ * GEX_FLAG_TM_SCRATCH_SIZE_MIN or _RECOMMENDED either call only returns
+ * the scratch size it wants (0 here: this implementation needs none; the
+ * scratch a caller passes is accepted, left untouched and handed back by
+ * gex_TM_Destroy) and makes nothing. gex_TM_Destroy (collective over the
+ * team) ends a sub-team; it returns non-zero when it filled *scratch_p.
+ * gex_TM_Pair names the pair (local_ep, the endpoint remote_ep_index of
+ * whichever rank a call addresses): no collective creation, ranks are job
+ * ranks, no collectives, not destroyed. Ranks in every call on a sub-team
+ * are team ranks. Misuse (a destroyed or unknown team) is a fatal error
+ * naming the call. */
+#define GEX_TM_NO_COLOR (-1)
+typedef void *gex_Addr_t;
+extern size_t gex_TM_Split(gex_TM_t *new_tm_p, gex_TM_t parent_tm, int color,
+                           int key, void *scratch_addr, size_t scratch_size,
+                           gex_Flags_t flags);
+extern size_t gex_TM_Create(gex_TM_t *new_tms, size_t num_new_tms,
+                            gex_TM_t parent_tm, gex_EP_Location_t *args,
+                            size_t numargs, gex_Addr_t *scratch_addrs,
+                            size_t scratch_size, gex_Flags_t flags);
+extern int gex_TM_Destroy(gex_TM_t tm, gex_Memvec_t *scratch_p,
+                          gex_Flags_t flags);
+extern gex_TM_t gex_TM_Pair(gex_EP_t local_ep, gex_EP_Index_t remote_ep_index);
 
 /* ---------------------------------------------------------------------- */
 /* The job and where this rank sits in it. */

@@ -13,7 +13,7 @@ and environment (an "instance"), which declares
                               `launcher` and those clients, with `env`
 
 for the suites am, barrier, bad_input, legacy, par, rma, ratomic, vis,
-coll and cpp. The
+coll, segment and cpp. The
 drivers are compiled once (as <suite>_job_test_driver), whatever the number
 of instances.
 
@@ -121,6 +121,10 @@ _CLIENTS = {
     # VIS (C11, SEQ): modes shapes, peer and one misuse per bad-input mode
     # (see its header comment).
     "vis_client": struct(src = "vis_client.c", par = False, deps = []),
+    # Segments and endpoints beyond gex_Segment_Attach (C11, SEQ): modes
+    # primordial, endpoints and one misuse per bad-input mode (see its
+    # header comment).
+    "segment_client": struct(src = "segment_client.c", par = False, deps = []),
     # Collectives (C11, SEQ): modes bcast, reduce, user, nc, inplace,
     # overlap, early, zero, and one misuse per mode (see its header).
     "coll_client": struct(src = "coll_client.c", par = False, deps = []),
@@ -207,6 +211,15 @@ _SUITES = {
         timeout = "short",
         shard_count = 4,
     ),
+    # gex_Segment_Create/Bind/Publish/QueryBound/Destroy, gex_EP_Create,
+    # gex_TM_TranslateRankToEP, gex_System_QueryProgressThreads at 1, 2, 3,
+    # 4 and 8 ranks, direct and GEX_RMA_FORCE_AM=1; misuse naming the call.
+    "segment": struct(
+        clients = ["segment_client"],
+        deps = [_STR_FORMAT],
+        timeout = "short",
+        shard_count = 2,
+    ),
     # Collectives jobs at 1, 2, 3, 4 and 8 ranks; misuse naming the call.
     "coll": struct(
         clients = ["coll_client"],
@@ -242,6 +255,7 @@ API_QUICK_CASES = {
     "cpp": "*_n2_*:*_n4_*:*n2_*:*n4_*",
     "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct",
     "vis": "*_n2_*:*_n4_*:*null_list_direct",
+    "segment": "*_n2_*:*_n4_*:*bind_twice",
 }
 
 def _driver(suite):

@@ -1,0 +1,64 @@
+// The client's endpoints and created segments (gex_EP_Create,
+// gex_Segment_Create): the records behind the handles, shared by
+// api/endpoint.cc and api/segment.cc. The primordial endpoint is the
+// Runtime's `ep` (index 0, every capability); endpoints made by
+// gex_EP_Create get indices 1, 2, ... in creation order (so ranks that
+// create theirs in the same order agree on the indices).
+#ifndef GEX_API_ENDPOINT_H_
+#define GEX_API_ENDPOINT_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "api/runtime.h"
+#include "gasnetex.h"
+#include "pshm/shared_object.h"
+
+namespace gexrt::api {
+
+// What we support on an endpoint made by gex_EP_Create: RMA only (Put
+// and Get into bound segments). AM, VIS, COLL and AD need the endpoint
+// to have handler tables and team membership of its own.
+inline constexpr gex_EP_Capabilities_t kCreatedEpCapabilities =
+    GEX_EP_CAPABILITY_RMA;
+
+struct EndpointRecord {
+  gex_EP_t ep = nullptr;  // The handle (rt.ep for index 0).
+  gex_EP_Index_t index = 0;
+  gex_EP_Capabilities_t capabilities = 0;
+};
+
+struct SegmentRecord {
+  gex_Segment_opaque segment;  // The handle points here.
+  gex_MK_t kind = GEX_MK_HOST;
+  // A segment GASNet allocated: the shared object holding it (so that
+  // supernode peers can map it). Empty for client memory.
+  std::optional<pshm::SharedObject> object;
+  uint32_t serial = 0;
+  gex_EP_t bound_to = nullptr;
+  bool published = false;  // While bound to `bound_to`.
+};
+
+// The record of `ep`, or null when it is not one of this client's
+// endpoints.
+EndpointRecord* FindEndpoint(gex_EP_t ep);
+// The record of `segment` when gex_Segment_Create made it, else null
+// (gex_Segment_Attach's, or not a segment).
+SegmentRecord* FindCreatedSegment(gex_Segment_t segment);
+// Remembers / forgets a created segment.
+void AddCreatedSegment(SegmentRecord* record);
+void RemoveCreatedSegment(SegmentRecord* record);
+
+// gex_EP_QueryIndex's answer (fatal naming the call for a bad handle).
+gex_EP_Index_t EndpointIndex(const char* call, gex_EP_t ep);
+
+// (tm, rank) as a job rank and endpoint index. The primordial team's
+// members are (rank, 0). Other teams belong to api/ team code: their
+// members are primordial endpoints too (gex_TM_TranslateRankToJobrank);
+// a TM-pair's remote index must come from there (see the README).
+gex_EP_Location_t LocateEndpoint(const char* call, Runtime& rt, gex_TM_t tm,
+                                 gex_Rank_t rank);
+
+}  // namespace gexrt::api
+
+#endif  // GEX_API_ENDPOINT_H_

@@ -1,0 +1,190 @@
+#include "core/endpoint_segments.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/runtime.h"
+
+namespace gexrt::core {
+namespace {
+
+// Serials of the shared objects holding created segments: past the
+// supernode's own (pshm::SharedSerial, 0-3), one per segment of this rank.
+constexpr uint32_t kFirstCreatedSerial = 1u << 16;
+std::atomic<uint32_t> g_next_serial{kFirstCreatedSerial};
+
+// One record of the exchange: a rank's endpoint and its segment.
+struct Record {
+  uint32_t ep_index;
+  uint32_t flags;
+  uint64_t base;
+  uint64_t size;
+  int64_t id;  // The shared object's id (SharedObject::id).
+  uint32_t serial;
+  uint32_t pad;
+};
+constexpr uint32_t kValid = 1;   // This slot names an endpoint.
+constexpr uint32_t kShared = 2;  // In a shared object peers can map.
+constexpr uint32_t kFailed = 4;  // Slot 0 only: this rank's arguments
+                                 // were bad.
+
+}  // namespace
+
+void EndpointSegments::Set(uint32_t ep, Rank r, Rank size,
+                           const rma::SegmentEntry& entry,
+                           pshm::SharedObject mapping) {
+  std::vector<Slot>& t = tables_[ep];
+  if (t.size() < size) t.resize(size);
+  t[r].entry = entry;
+  t[r].published = true;
+  t[r].mapping = std::move(mapping);
+  std::vector<rma::SegmentEntry>& v = views_[ep];
+  v.resize(size);
+  v[r] = entry;
+}
+
+absl::StatusOr<pshm::SharedObject> CreateSharedSegment(Runtime& rt, size_t size,
+                                                       uint32_t* serial) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t rounded = (size + page - 1) / page * page;
+  if (rounded < size) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("a segment of %u bytes is too large", size));
+  }
+  *serial = g_next_serial.fetch_add(1);
+  return pshm::SharedObject::Create(
+      pshm::ObjectName{rt.supernode->job_prefix(), rt.rank, *serial}, rounded);
+}
+
+absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
+                             bool local_error, bool* primordial) {
+  if (primordial != nullptr) *primordial = false;
+  std::vector<Record> records(kMaxEndpoints, Record{});
+  if (local_error || mine.size() > kMaxEndpoints) {
+    records[0].flags = kFailed;
+  } else {
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const LocalSegment& s = mine[i];
+      Record& rec = records[i];
+      rec.ep_index = s.ep_index;
+      rec.flags = kValid;
+      rec.base = reinterpret_cast<uintptr_t>(s.base);
+      rec.size = s.size;
+      if (s.object != nullptr && s.size != 0) {
+        rec.flags |= kShared;
+        rec.id = s.object->id();
+        rec.serial = s.serial;
+      }
+    }
+  }
+  const size_t per_rank = kMaxEndpoints * sizeof(Record);
+  std::vector<Record> all(size_t{kMaxEndpoints} * rt.size);
+  rt.bootstrap->Allgather(records.data(), per_rank, all.data());
+
+  std::vector<std::string> failed;
+  for (Rank r = 0; r < rt.size; ++r) {
+    if ((all[size_t{r} * kMaxEndpoints].flags & kFailed) != 0) {
+      failed.push_back(std::to_string(r));
+    }
+  }
+  if (!failed.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rank(s) %s passed arguments that cannot be published (nothing was "
+        "published)",
+        absl::StrJoin(failed, ",")));
+  }
+
+  // Map the supernode peers' shared segments; record everyone's.
+  absl::Status status = absl::OkStatus();
+  bool any0 = false;
+  for (Rank r = 0; r < rt.size; ++r) {
+    for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
+      const Record& rec = all[size_t{r} * kMaxEndpoints + i];
+      if ((rec.flags & kValid) == 0) break;
+      if (rec.ep_index >= kMaxEndpoints) continue;
+      if (rec.ep_index == 0) any0 = true;
+      if (rec.size == 0) continue;  // No segment: no credential.
+      rma::SegmentEntry entry;
+      entry.base = rec.base;
+      entry.size = rec.size;
+      pshm::SharedObject mapping = pshm::SharedObject::Empty();
+      if (r == rt.rank) {
+        entry.local = reinterpret_cast<unsigned char*>(rec.base);
+      } else if ((rec.flags & kShared) != 0 &&
+                 rt.supernode->LocalIndex(r) >= 0) {
+        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        const size_t rounded = (rec.size + page - 1) / page * page;
+        absl::StatusOr<pshm::SharedObject> m = pshm::SharedObject::Map(
+            pshm::ObjectName{rt.supernode->job_prefix(), r, rec.serial}, rec.id,
+            rounded);
+        if (m.ok()) {
+          entry.local = static_cast<unsigned char*>(m->address());
+          mapping = *std::move(m);
+        } else if (status.ok()) {
+          status = m.status();
+        }
+      }
+      rt.endpoint_segments.Set(rec.ep_index, r, rt.size, entry,
+                               std::move(mapping));
+    }
+  }
+  // Every peer has mapped what it will: the names can go.
+  rt.bootstrap->Barrier();
+  for (const LocalSegment& s : mine) {
+    if (s.object != nullptr) {
+      if (absl::Status n = s.object->RemoveName(); !n.ok() && status.ok()) {
+        status = n;
+      }
+    }
+  }
+
+  // The conduit: the first publication of endpoint 0 is its segment attach
+  // (collective, once, every rank with its own or none); the rest go to
+  // the PublishSegments hook (collective too).
+  std::vector<PublishedSegment> to_conduit;
+  bool attach0 = any0 && !rt.segments.attached();
+  void* base0 = nullptr;
+  size_t size0 = 0;
+  for (const LocalSegment& s : mine) {
+    if (attach0 && s.ep_index == 0) {
+      base0 = s.base;
+      size0 = s.size;
+    } else {
+      to_conduit.push_back(PublishedSegment{s.ep_index, s.base, s.size});
+    }
+  }
+  if (attach0) {
+    if (absl::Status a =
+            rt.conduit->AttachSegment(size0 == 0 ? nullptr : base0, size0);
+        !a.ok() && status.ok()) {
+      status = a;
+    }
+  }
+  if (absl::Status p = rt.conduit->PublishSegments(to_conduit);
+      !p.ok() && status.ok()) {
+    status = p;
+  }
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrFormat("the %s conduit or PSHM: %s",
+                                        rt.conduit->name(), status.message()));
+  }
+  if (primordial != nullptr) *primordial = any0;
+  return absl::OkStatus();
+}
+
+void RefreshPrimordialTable(Runtime& rt) {
+  std::vector<rma::SegmentEntry> entries(rt.size);
+  for (Rank r = 0; r < rt.size; ++r) {
+    entries[r] = rt.endpoint_segments.segment(0, r);
+  }
+  rt.segments.Fill(std::move(entries));
+}
+
+}  // namespace gexrt::core

@@ -1,0 +1,403 @@
+/* segment_client: one rank of a job over the GASNet-EX C API on any
+ * conduit (SEQ mode), started by its launcher from segment_job_test, for
+ * the segment and endpoint calls beyond gex_Segment_Attach. Written in C11
+ * against <gasnetex.h> only. Every check is a CHECK (a failure prints
+ * "rank R: CHECK FAILED ..." and ends the job with exit code 1); a rank
+ * that passes every check of its mode prints "rank R: <mode> ok ..."
+ * before the closing barrier and gasnet_exit(0).
+ *
+ *   primordial  No gex_Segment_Attach: gex_Segment_Create (GASNet-allocated
+ *               host memory), gex_EP_BindSegment to the primordial
+ *               endpoint, gex_EP_PublishBoundSegment over the primordial
+ *               team. gex_Segment_QueryBound on itself before publication
+ *               and on every rank after (owner address, size, a local
+ *               address exactly for the ranks of its neighbourhood), the
+ *               same answers from gex_EP_QueryBoundSegmentNB; then Puts
+ *               (Blocking, NB, NBI) from every rank into a slot of its own
+ *               in every rank's segment, checked by the owner after a
+ *               barrier, and Gets (Blocking, NB, NBI) of every rank's
+ *               slots, checked against the pattern. Prints
+ *               "rank R: primordial ok ranks=N bytes=B".
+ *   endpoints   gex_EP_Create with refused capabilities (AM, VIS, COLL,
+ *               AD, ALL, 0, unknown bits) and flags (GASNET_ERR_BAD_ARG),
+ *               then two RMA endpoints (indices 1 and 2, no segment); a
+ *               client-memory segment and a GASNet-allocated one bound to
+ *               them; gex_Segment_Create's refusals (NULL segment_p, a
+ *               kind other than GEX_MK_HOST, flags, length 0); a
+ *               publication with bad flags (every rank refused), with an
+ *               endpoint named twice, and a good one (both endpoints and
+ *               the primordial one, which gex_Segment_Attach bound);
+ *               gex_TM_TranslateRankToEP for every rank;
+ *               gex_System_QueryProgressThreads (none); Destroy of an
+ *               unpublished segment and, after a barrier, of a published
+ *               one with GEX_FLAG_GLOBALLY_QUIESCED. Prints
+ *               "rank R: endpoints ok eps=3 refused=K".
+ *
+ * Misuse, fatal and naming the call (rank 0 errs; the job must not
+ * survive): bind-twice, bind-bound-segment, bind-null, bind-attached,
+ * bind-client-primordial (needs a supernode peer), destroy-published,
+ * destroy-attached, query-index-bad. */
+#include <gasnetex.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_check.h"
+
+static gex_Client_t g_client;
+static gex_EP_t g_ep;
+static gex_TM_t g_tm;
+static gex_Rank_t g_me, g_n;
+
+/* Each rank's slot in every segment. */
+enum { kSlot = 8192 + 13 };
+
+static void Barrier(void) { gex_Event_Wait(gex_Coll_BarrierNB(g_tm, 0)); }
+
+static void Finish(const char *line) {
+  Say("%s", line);
+  Barrier();
+  gasnet_exit(0);
+}
+
+static unsigned char Pattern(gex_Rank_t writer, gex_Rank_t owner, size_t i) {
+  return (unsigned char)(writer * 31u + owner * 7u + i * 13u + 1u);
+}
+
+static int InMyNbrhd(gex_Rank_t r) {
+  gex_RankInfo_t *info;
+  gex_Rank_t count, mine;
+  gex_System_QueryNbrhdInfo(&info, &count, &mine);
+  for (gex_Rank_t i = 0; i < count; ++i) {
+    if (info[i].gex_jobrank == r) return 1;
+  }
+  return 0;
+}
+
+static void Primordial(void) {
+  const uintptr_t size = (uintptr_t)kSlot * g_n + 4096;
+  gex_Segment_t seg = GEX_SEGMENT_INVALID;
+  CHECK(gex_Segment_Create(&seg, g_client, NULL, size, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "gex_Segment_Create");
+  CHECK(seg != GEX_SEGMENT_INVALID, "no segment");
+  unsigned char *base = (unsigned char *)gex_Segment_QueryAddr(seg);
+  CHECK(base != NULL, "QueryAddr");
+  CHECK(gex_Segment_QuerySize(seg) == size, "QuerySize %zu",
+        (size_t)gex_Segment_QuerySize(seg));
+  CHECK(gex_Segment_QueryClient(seg) == g_client, "QueryClient");
+  CHECK(gex_Segment_QueryKind(seg) == GEX_MK_HOST, "QueryKind");
+  CHECK(gex_Segment_QueryFlags(seg) == 0, "QueryFlags");
+  memset(base, 0, size);
+
+  CHECK(gex_EP_QuerySegment(g_ep) == GEX_SEGMENT_INVALID, "bound already");
+  CHECK(gex_Segment_QueryBound(g_tm, g_me, NULL, NULL, NULL) != 0,
+        "QueryBound before bind");
+  gex_EP_BindSegment(g_ep, seg, 0);
+  CHECK(gex_EP_QuerySegment(g_ep) == seg, "QuerySegment after bind");
+  {
+    void *owner = NULL, *local = NULL;
+    uintptr_t sz = 0;
+    CHECK(gex_Segment_QueryBound(g_tm, g_me, &owner, &local, &sz) == 0,
+          "QueryBound self after bind");
+    CHECK(owner == base && local == base && sz == size, "self: %p %p %zu",
+          owner, local, (size_t)sz);
+  }
+  CHECK(gex_EP_PublishBoundSegment(g_tm, &g_ep, 1, 0) == GASNET_OK,
+        "gex_EP_PublishBoundSegment");
+
+  unsigned char **owners = calloc(g_n, sizeof *owners);
+  CHECK(owners != NULL, "calloc");
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    void *owner = NULL, *local = NULL;
+    uintptr_t sz = 0;
+    CHECK(gex_Segment_QueryBound(g_tm, r, &owner, &local, &sz) == 0,
+          "QueryBound rank %u", r);
+    CHECK(owner != NULL && sz == size, "rank %u: owner %p size %zu", r, owner,
+          (size_t)sz);
+    CHECK((local != NULL) == InMyNbrhd(r), "rank %u: local %p", r, local);
+    if (r == g_me) CHECK(owner == base && local == base, "self %p", owner);
+    void *owner2 = NULL, *local2 = NULL;
+    uintptr_t sz2 = 0;
+    gex_Event_Wait(
+        gex_EP_QueryBoundSegmentNB(g_tm, r, &owner2, &local2, &sz2, 0));
+    CHECK(owner2 == owner && local2 == local && sz2 == sz,
+          "QueryBoundSegmentNB disagrees for rank %u", r);
+    owners[r] = owner;
+  }
+
+  /* Puts: my slot in every rank's segment, three forms by rank. */
+  unsigned char *buf = malloc(kSlot);
+  CHECK(buf != NULL, "malloc");
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    for (size_t i = 0; i < kSlot; ++i) buf[i] = Pattern(g_me, r, i);
+    unsigned char *dest = owners[r] + (size_t)g_me * kSlot;
+    switch (r % 3) {
+      case 0:
+        CHECK(gex_RMA_PutBlocking(g_tm, r, dest, buf, kSlot, 0) == 0, "put");
+        break;
+      case 1:
+        gex_Event_Wait(
+            gex_RMA_PutNB(g_tm, r, dest, buf, kSlot, GEX_EVENT_NOW, 0));
+        break;
+      default:
+        CHECK(gex_RMA_PutNBI(g_tm, r, dest, buf, kSlot, GEX_EVENT_NOW, 0) == 0,
+              "putnbi");
+        gex_NBI_Wait(GEX_EC_PUT, 0);
+        break;
+    }
+  }
+  Barrier();
+  for (gex_Rank_t w = 0; w < g_n; ++w) {
+    const unsigned char *slot = base + (size_t)w * kSlot;
+    for (size_t i = 0; i < kSlot; ++i) {
+      CHECK(slot[i] == Pattern(w, g_me, i), "slot of rank %u byte %zu: %u", w,
+            i, slot[i]);
+    }
+  }
+  /* Gets: every rank's slot of every writer... the one written by rank
+   * (me + 1) % n, three forms. */
+  size_t bytes = 0;
+  const gex_Rank_t w = (g_me + 1) % g_n;
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    memset(buf, 0, kSlot);
+    unsigned char *src = owners[r] + (size_t)w * kSlot;
+    switch (r % 3) {
+      case 0:
+        CHECK(gex_RMA_GetBlocking(g_tm, buf, r, src, kSlot, 0) == 0, "get");
+        break;
+      case 1:
+        gex_Event_Wait(gex_RMA_GetNB(g_tm, buf, r, src, kSlot, 0));
+        break;
+      default:
+        CHECK(gex_RMA_GetNBI(g_tm, buf, r, src, kSlot, 0) == 0, "getnbi");
+        gex_NBI_Wait(GEX_EC_GET, 0);
+        break;
+    }
+    for (size_t i = 0; i < kSlot; ++i) {
+      CHECK(buf[i] == Pattern(w, r, i), "get from rank %u byte %zu: %u", r, i,
+            buf[i]);
+    }
+    bytes += kSlot;
+  }
+  free(buf);
+  free(owners);
+  char line[128];
+  snprintf(line, sizeof line, "primordial ok ranks=%u bytes=%zu", g_n, bytes);
+  Finish(line);
+}
+
+static void Endpoints(void) {
+  gex_Segment_t attached;
+  CHECK(gex_Segment_Attach(&attached, g_tm, 65536) == GASNET_OK, "attach");
+  gex_System_SetVerboseErrors(0);
+  int refused = 0;
+  const gex_EP_Capabilities_t bad[] = {
+      GEX_EP_CAPABILITY_AM,
+      GEX_EP_CAPABILITY_VIS,
+      GEX_EP_CAPABILITY_COLL,
+      GEX_EP_CAPABILITY_AD,
+      GEX_EP_CAPABILITY_ALL,
+      GEX_EP_CAPABILITY_RMA | GEX_EP_CAPABILITY_AM,
+      0,
+      (gex_EP_Capabilities_t)1u << 20};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    gex_EP_t ep = GEX_EP_INVALID;
+    CHECK(gex_EP_Create(&ep, g_client, bad[i], 0) == GASNET_ERR_BAD_ARG,
+          "capabilities %#x accepted", bad[i]);
+    ++refused;
+  }
+  gex_EP_t ep1 = GEX_EP_INVALID, ep2 = GEX_EP_INVALID;
+  CHECK(gex_EP_Create(&ep1, g_client, GEX_EP_CAPABILITY_RMA, 1) ==
+            GASNET_ERR_BAD_ARG,
+        "flags accepted");
+  CHECK(gex_EP_Create(NULL, g_client, GEX_EP_CAPABILITY_RMA, 0) ==
+            GASNET_ERR_BAD_ARG,
+        "NULL ep_p accepted");
+  CHECK(gex_EP_Create(&ep1, GEX_CLIENT_INVALID, GEX_EP_CAPABILITY_RMA, 0) ==
+            GASNET_ERR_BAD_ARG,
+        "bad client accepted");
+  refused += 3;
+  CHECK(gex_EP_Create(&ep1, g_client, GEX_EP_CAPABILITY_RMA, 0) == GASNET_OK,
+        "ep1");
+  CHECK(gex_EP_Create(&ep2, g_client, GEX_EP_CAPABILITY_RMA, 0) == GASNET_OK,
+        "ep2");
+  CHECK(ep1 != GEX_EP_INVALID && ep2 != GEX_EP_INVALID && ep1 != ep2 &&
+            ep1 != g_ep,
+        "endpoints");
+  CHECK(gex_EP_QueryIndex(g_ep) == 0, "primordial index");
+  CHECK(gex_EP_QueryIndex(ep1) == 1, "ep1 index %u", gex_EP_QueryIndex(ep1));
+  CHECK(gex_EP_QueryIndex(ep2) == 2, "ep2 index %u", gex_EP_QueryIndex(ep2));
+  CHECK(gex_EP_QueryClient(ep1) == g_client, "ep1 client");
+  CHECK(gex_EP_QueryFlags(ep1) == 0, "ep1 flags");
+  CHECK(gex_EP_QuerySegment(ep1) == GEX_SEGMENT_INVALID, "ep1 segment");
+  gex_EP_SetCData(ep1, &g_me);
+  CHECK(gex_EP_QueryCData(ep1) == &g_me, "ep1 cdata");
+  CHECK(gex_EP_QuerySegment(g_ep) == attached, "primordial segment");
+
+  /* Segment_Create's refusals. */
+  static unsigned char mine[3 * 4096] __attribute__((aligned(4096)));
+  gex_Segment_t s = GEX_SEGMENT_INVALID;
+  CHECK(gex_Segment_Create(NULL, g_client, mine, sizeof mine, GEX_MK_HOST, 0) ==
+            GASNET_ERR_BAD_ARG,
+        "NULL segment_p");
+  CHECK(gex_Segment_Create(&s, g_client, mine, sizeof mine, GEX_MK_INVALID,
+                           0) == GASNET_ERR_BAD_ARG,
+        "GEX_MK_INVALID");
+  CHECK(gex_Segment_Create(&s, g_client, mine, sizeof mine, GEX_MK_HOST, 2) ==
+            GASNET_ERR_BAD_ARG,
+        "flags");
+  CHECK(gex_Segment_Create(&s, g_client, mine, 0, GEX_MK_HOST, 0) ==
+            GASNET_ERR_BAD_ARG,
+        "length 0");
+  CHECK(gex_Segment_Create(&s, GEX_CLIENT_INVALID, mine, sizeof mine,
+                           GEX_MK_HOST, 0) == GASNET_ERR_BAD_ARG,
+        "bad client");
+  refused += 5;
+
+  /* A client-memory segment on ep1, a GASNet-allocated one on ep2. */
+  gex_Segment_t s1 = GEX_SEGMENT_INVALID, s2 = GEX_SEGMENT_INVALID;
+  CHECK(gex_Segment_Create(&s1, g_client, mine, sizeof mine, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "client-memory segment");
+  CHECK(gex_Segment_QueryAddr(s1) == (void *)mine, "s1 addr");
+  CHECK(gex_Segment_QuerySize(s1) == sizeof mine, "s1 size");
+  CHECK(gex_Segment_Create(&s2, g_client, NULL, 5000, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "allocated segment");
+  CHECK(gex_Segment_QueryAddr(s2) != NULL, "s2 addr");
+  CHECK(gex_Segment_QuerySize(s2) == 5000, "s2 size");
+  memset(gex_Segment_QueryAddr(s2), 0x5a, 5000); /* writable, all of it */
+  gex_EP_BindSegment(ep1, s1, 0);
+  gex_EP_BindSegment(ep2, s2, 0);
+  CHECK(gex_EP_QuerySegment(ep1) == s1 && gex_EP_QuerySegment(ep2) == s2,
+        "bound");
+
+  /* A segment never bound nor published: destroyed at once. */
+  gex_Segment_t s3 = GEX_SEGMENT_INVALID;
+  CHECK(gex_Segment_Create(&s3, g_client, NULL, 4096, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "s3");
+  gex_Segment_Destroy(s3, 0);
+
+  /* Publication: bad flags (refused everywhere), a duplicate (refused on
+   * every rank, since one rank's bad arguments fail the collective), then
+   * the good one. An endpoint without a segment may be named. */
+  gex_EP_t eps[3] = {ep1, ep2, g_ep};
+  CHECK(gex_EP_PublishBoundSegment(g_tm, eps, 3, 4) == GASNET_ERR_BAD_ARG,
+        "publish flags");
+  gex_EP_t dup[2] = {ep1, ep1};
+  CHECK(gex_EP_PublishBoundSegment(g_tm, g_me == 0 ? dup : eps,
+                                   g_me == 0 ? 2 : 0, 0) == GASNET_ERR_BAD_ARG,
+        "publish duplicate");
+  CHECK(gex_EP_PublishBoundSegment(g_tm, NULL, 0, 0) == GASNET_OK,
+        "publish nothing");
+  CHECK(gex_EP_PublishBoundSegment(g_tm, eps, 3, 0) == GASNET_OK, "publish");
+  refused += 2;
+
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    const gex_EP_Location_t loc = gex_TM_TranslateRankToEP(g_tm, r, 0);
+    CHECK(loc.gex_rank == r && loc.gex_ep_index == 0, "rank %u: (%u, %u)", r,
+          loc.gex_rank, (unsigned)loc.gex_ep_index);
+    CHECK(gex_Segment_QueryBound(g_tm, r, NULL, NULL, NULL) == 0,
+          "QueryBound %u", r);
+  }
+
+  unsigned int count = 99;
+  const gex_ProgressThreadInfo_t *info = NULL;
+  CHECK(
+      gex_System_QueryProgressThreads(g_client, &count, &info, 0) == GASNET_OK,
+      "QueryProgressThreads");
+  CHECK(count == 0 && info != NULL, "progress threads: %u", count);
+  CHECK(gex_System_QueryProgressThreads(g_client, NULL, &info, 0) ==
+            GASNET_ERR_BAD_ARG,
+        "NULL count_p");
+  ++refused;
+
+  /* Everyone is done with them: destroy the published ones. */
+  Barrier();
+  gex_Segment_Destroy(s1, GEX_FLAG_GLOBALLY_QUIESCED);
+  gex_Segment_Destroy(s2, GEX_FLAG_GLOBALLY_QUIESCED);
+  CHECK(gex_EP_QuerySegment(ep1) == GEX_SEGMENT_INVALID, "ep1 unbound");
+  CHECK(gex_EP_QuerySegment(ep2) == GEX_SEGMENT_INVALID, "ep2 unbound");
+  gex_System_SetVerboseErrors(1);
+  char line[128];
+  snprintf(line, sizeof line, "endpoints ok eps=3 refused=%d", refused);
+  Finish(line);
+}
+
+static void Misuse(const char *mode) {
+  gex_EP_t ep1 = GEX_EP_INVALID;
+  CHECK(gex_EP_Create(&ep1, g_client, GEX_EP_CAPABILITY_RMA, 0) == GASNET_OK,
+        "ep1");
+  static unsigned char a[4096] __attribute__((aligned(4096)));
+  static unsigned char b[4096] __attribute__((aligned(4096)));
+  gex_Segment_t sa, sb;
+  CHECK(gex_Segment_Create(&sa, g_client, a, sizeof a, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "sa");
+  CHECK(gex_Segment_Create(&sb, g_client, b, sizeof b, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "sb");
+  Barrier();
+  int erred = 0;
+  if (strcmp(mode, "destroy-published") == 0) {
+    gex_EP_BindSegment(ep1, sa, 0);
+    CHECK(gex_EP_PublishBoundSegment(g_tm, &ep1, 1, 0) == GASNET_OK, "publish");
+  }
+  if (g_me == 0) {
+    erred = 1;
+    if (strcmp(mode, "bind-twice") == 0) {
+      gex_EP_BindSegment(ep1, sa, 0);
+      gex_EP_BindSegment(ep1, sb, 0);
+    } else if (strcmp(mode, "bind-bound-segment") == 0) {
+      gex_EP_t ep2 = GEX_EP_INVALID;
+      CHECK(
+          gex_EP_Create(&ep2, g_client, GEX_EP_CAPABILITY_RMA, 0) == GASNET_OK,
+          "ep2");
+      gex_EP_BindSegment(ep1, sa, 0);
+      gex_EP_BindSegment(ep2, sa, 0);
+    } else if (strcmp(mode, "bind-null") == 0) {
+      gex_EP_BindSegment(ep1, GEX_SEGMENT_INVALID, 0);
+    } else if (strcmp(mode, "bind-attached") == 0) {
+      gex_Segment_t attached;
+      CHECK(gex_Segment_Attach(&attached, g_tm, 4096) == GASNET_OK, "attach");
+      gex_EP_BindSegment(g_ep, sa, 0);
+    } else if (strcmp(mode, "bind-client-primordial") == 0) {
+      gex_EP_BindSegment(g_ep, sa, 0);
+    } else if (strcmp(mode, "destroy-published") == 0) {
+      gex_Segment_Destroy(sa, 0);
+    } else if (strcmp(mode, "destroy-attached") == 0) {
+      gex_Segment_t attached;
+      CHECK(gex_Segment_Attach(&attached, g_tm, 4096) == GASNET_OK, "attach");
+      gex_Segment_Destroy(attached, 0);
+    } else if (strcmp(mode, "query-index-bad") == 0) {
+      static uint64_t not_an_ep[8];
+      gex_EP_QueryIndex((gex_EP_t)(void *)not_an_ep);
+    } else {
+      CHECK(0, "unknown mode %s", mode);
+    }
+  } else if (strcmp(mode, "bind-attached") == 0 ||
+             strcmp(mode, "destroy-attached") == 0) {
+    gex_Segment_t attached;
+    CHECK(gex_Segment_Attach(&attached, g_tm, 4096) == GASNET_OK, "attach");
+  }
+  if (erred) Say("survived %s", mode);
+  Barrier();
+  gasnet_exit(0);
+}
+
+int main(int argc, char **argv) {
+  CHECK(gex_Client_Init(&g_client, &g_ep, &g_tm, "segment_client", &argc, &argv,
+                        0) == GASNET_OK,
+        "gex_Client_Init");
+  g_me = gex_TM_QueryRank(g_tm);
+  g_n = gex_TM_QuerySize(g_tm);
+  check_rank = (int)g_me;
+  CHECK(argc == 2, "usage: segment_client MODE");
+  const char *mode = argv[1];
+  if (strcmp(mode, "primordial") == 0) Primordial();
+  if (strcmp(mode, "endpoints") == 0) Endpoints();
+  Misuse(mode);
+  return 0;
+}

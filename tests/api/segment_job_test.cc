@@ -1,0 +1,86 @@
+// Segments and endpoints beyond gex_Segment_Attach through the GASNet-EX C
+// API over any conduit (api_tests.bzl), end to end: jobs of segment_client
+// (C11, SEQ) started by the conduit's launcher at 1, 2, 3, 4 and 8 ranks,
+// on the default path and with GEX_RMA_FORCE_AM=1.
+//
+//  - primordial: a segment from gex_Segment_Create, bound to the
+//    primordial endpoint and published over the primordial team instead of
+//    gex_Segment_Attach: every rank finds every other's with
+//    gex_Segment_QueryBound (mapped here exactly for its neighbourhood),
+//    Puts into every rank's segment and Gets out of it, every byte checked.
+//  - endpoints: gex_EP_Create (RMA only; the other capabilities refused
+//    with GASNET_ERR_BAD_ARG), segments of client memory and of GASNet's
+//    bound to them and published, gex_Segment_Create's refusals, a
+//    publication refused on every rank when one rank's arguments are bad,
+//    gex_TM_TranslateRankToEP, gex_System_QueryProgressThreads (none),
+//    gex_Segment_Destroy.
+//  - misuse: fatal, naming the call, with no survivors.
+#include <string>
+#include <tuple>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "tests/api/api_job.h"
+
+namespace gexrt::testing {
+namespace {
+
+class SegmentJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(SegmentJobTest, EveryRankAgrees) {
+  const auto& [mode, n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("segment_client", n, {mode}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    if (mode == "primordial") {
+      EXPECT_EQ(Field(line, "ranks"), n) << line;
+      EXPECT_EQ(Field(line, "bytes"), n * (8192 + 13)) << line;
+    } else {
+      EXPECT_EQ(Field(line, "eps"), 3) << line;
+      EXPECT_EQ(Field(line, "refused"), 19) << line;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesRanksPaths, SegmentJobTest,
+    ::testing::Combine(::testing::Values("primordial", "endpoints"),
+                       ::testing::Values(1, 2, 3, 4, 8), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+                             std::get<1>(info.param),
+                             PathName(std::get<2>(info.param)));
+    });
+
+struct BadInput {
+  std::string mode;
+  std::string call;
+  bool needs_peer = false;  // rank 1 must be a supernode peer of rank 0
+};
+
+class SegmentBadInputJobTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(SegmentBadInputJobTest, IsFatalAndNamesTheCall) {
+  const BadInput& b = GetParam();
+  if (b.needs_peer && !SameSupernode(2, 0, 1)) {
+    GTEST_SKIP() << Layout(2) << ": no supernode peer to refuse it for";
+  }
+  ExpectFatal(RunApiJob("segment_client", 2, {b.mode}), 0, b.call);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mistakes, SegmentBadInputJobTest,
+    ::testing::Values(BadInput{"bind-twice", "gex_EP_BindSegment"},
+                      BadInput{"bind-bound-segment", "gex_EP_BindSegment"},
+                      BadInput{"bind-null", "gex_EP_BindSegment"},
+                      BadInput{"bind-attached", "gex_EP_BindSegment"},
+                      BadInput{"bind-client-primordial", "gex_EP_BindSegment",
+                               true},
+                      BadInput{"destroy-published", "gex_Segment_Destroy"},
+                      BadInput{"destroy-attached", "gex_Segment_Destroy"},
+                      BadInput{"query-index-bad", "gex_EP_QueryIndex"}),
+    [](const auto& info) { return TestName(info.param.mode); });
+
+}  // namespace
+}  // namespace gexrt::testing
