@@ -21,6 +21,7 @@
 #include "am/token.h"
 #include "api/rma.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "base/fatal.h"
 #include "core/router.h"
 
@@ -181,8 +182,12 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline int Request(
   // One compare each (category is a constant here: a Short's payload test
   // folds away); the diagnosis is out of line.
   const bool payload = category != am::Category::kShort;
-  if (ABSL_PREDICT_FALSE(tm != &rt.tm || rank >= rt.size ||
-                         handler < am::kClientIndexBase ||
+  // A sub-team or pair (api/team.h): out of line, to the job rank.
+  if (ABSL_PREDICT_FALSE(tm != &rt.tm)) {
+    rank = SubteamJobRank(call, tm, rank);
+    tm = &rt.tm;
+  }
+  if (ABSL_PREDICT_FALSE(rank >= rt.size || handler < am::kClientIndexBase ||
                          nargs > am::kMaxArgs || nbytes > max ||
                          (payload && src == nullptr && nbytes != 0) ||
                          am::HandlerContext::InHandler())) {
@@ -308,8 +313,12 @@ gex_AM_SrcDesc_t Prepare(am::Category category, bool request, gex_TM_t tm,
   // The handler is named only at Commit, which checks it; here it passes.
   constexpr gex_AM_Index_t kAnyClientHandler = am::kClientIndexBase;
   if (request) {
-    if (tm != &rt.tm || rank >= rt.size || nargs > am::kMaxArgs ||
-        least > max || am::HandlerContext::InHandler()) {
+    if (tm != &rt.tm) {  // A sub-team or pair (api/team.h).
+      rank = SubteamJobRank(call, tm, rank);
+      tm = &rt.tm;
+    }
+    if (rank >= rt.size || nargs > am::kMaxArgs || least > max ||
+        am::HandlerContext::InHandler()) {
       BadSend(call, rt, tm, rank, kAnyClientHandler, false, nullptr, nargs,
               least, max);
     }

@@ -20,6 +20,7 @@
 #include "api/event.h"
 #include "api/rma.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "api/vis.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
@@ -209,39 +210,72 @@ gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
   return GEX_EVENT_INVALID;
 }
 
+// The team object behind `tm` (the primordial team or a live sub-team or
+// pair; api/team.h), or a fatal error naming `call`.
+static gex_TM_opaque& TmObject(const char* call, gex_TM_t tm) {
+  Runtime& rt = RuntimeFor(call);
+  if (ABSL_PREDICT_TRUE(tm == &rt.tm)) return rt.tm;
+  return gexrt::api::LiveTeam(call, tm);
+}
+
 gex_Client_t gex_TM_QueryClient(gex_TM_t tm) {
-  return gexrt::api::RuntimeForTm("gex_TM_QueryClient", tm).tm.client;
+  return TmObject("gex_TM_QueryClient", tm).client;
 }
 gex_EP_t gex_TM_QueryEP(gex_TM_t tm) {
-  return gexrt::api::RuntimeForTm("gex_TM_QueryEP", tm).tm.ep;
+  return TmObject("gex_TM_QueryEP", tm).ep;
 }
 gex_Flags_t gex_TM_QueryFlags(gex_TM_t tm) {
-  return gexrt::api::RuntimeForTm("gex_TM_QueryFlags", tm).tm.flags;
+  return TmObject("gex_TM_QueryFlags", tm).flags;
 }
 void* gex_TM_QueryCData(gex_TM_t tm) {
-  return const_cast<void*>(
-      gexrt::api::RuntimeForTm("gex_TM_QueryCData", tm).tm.cdata);
+  return const_cast<void*>(TmObject("gex_TM_QueryCData", tm).cdata);
 }
 void gex_TM_SetCData(gex_TM_t tm, const void* cdata) {
-  gexrt::api::RuntimeForTm("gex_TM_SetCData", tm).tm.cdata = cdata;
+  TmObject("gex_TM_SetCData", tm).cdata = cdata;
 }
 gex_Rank_t gex_TM_QueryRank(gex_TM_t tm) {
-  return gexrt::api::RuntimeForTm("gex_TM_QueryRank", tm).rank;
+  static constexpr char kCall[] = "gex_TM_QueryRank";
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm == &rt.tm) return rt.rank;
+  return gexrt::api::LiveTeam(kCall, tm).rank;
 }
 gex_Rank_t gex_TM_QuerySize(gex_TM_t tm) {
-  return gexrt::api::RuntimeForTm("gex_TM_QuerySize", tm).size;
+  static constexpr char kCall[] = "gex_TM_QuerySize";
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm == &rt.tm) return rt.size;
+  return gexrt::api::LiveTeam(kCall, tm).size;
 }
 gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t tm, gex_Rank_t rank) {
-  Runtime& rt = gexrt::api::RuntimeForTm("gex_TM_TranslateRankToJobrank", tm);
-  if (rank >= rt.size) {
-    gexrt::FatalErrorF(
-        "gex_TM_TranslateRankToJobrank: rank %u is not in the team (size %u)",
-        rank, rt.size);
+  static constexpr char kCall[] = "gex_TM_TranslateRankToJobrank";
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm != &rt.tm) {
+    const gexrt::api::Team& t = gexrt::api::LiveTeam(kCall, tm);
+    if (!t.pair) {
+      if (rank >= t.size) {
+        gexrt::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall,
+                           rank, t.size);
+      }
+      return t.members[rank];
+    }
   }
-  return rank;  // The primordial team is the job.
+  if (rank >= rt.size) {
+    gexrt::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall, rank,
+                       rt.size);
+  }
+  return rank;  // The primordial team (and a pair's ranks) are job ranks.
 }
 gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t tm, gex_Rank_t jobrank) {
-  Runtime& rt = gexrt::api::RuntimeForTm("gex_TM_TranslateJobrankToRank", tm);
+  static constexpr char kCall[] = "gex_TM_TranslateJobrankToRank";
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm != &rt.tm) {
+    const gexrt::api::Team& t = gexrt::api::LiveTeam(kCall, tm);
+    if (!t.pair) {
+      for (gex_Rank_t r = 0; r < t.size; ++r) {
+        if (t.members[r] == jobrank) return r;
+      }
+      return GEX_RANK_INVALID;
+    }
+  }
   return jobrank < rt.size ? jobrank : GEX_RANK_INVALID;
 }
 
@@ -404,10 +438,12 @@ void gex_Event_WaitAll(gex_Event_t* events, size_t n, gex_Flags_t) {
 gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_BarrierNB";
   Runtime& rt = RuntimeFor(kCall);
-  if (tm != &rt.tm)
-    gexrt::FatalErrorF("%s: tm is not this client's team", kCall);
+  const gexrt::api::TeamView v = gexrt::api::CollTeam(kCall, tm);
   if (gexrt::am::HandlerContext::InHandler()) {
     gexrt::FatalErrorF("%s: called from an AM handler", kCall);
+  }
+  if (v.team != nullptr) {
+    return gexrt::api::TeamBarrierNotify(*v.team, gexrt::api::Barrier::Value{});
   }
   return rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false);
 }
@@ -415,16 +451,12 @@ gex_Event_t gex_Coll_BarrierNB(gex_TM_t tm, gex_Flags_t) {
 void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_Coll_BarrierBlocking";
   const ScopedCurrentCall current(kCall);
-  Runtime& rt = RuntimeFor(kCall);
-  if (tm != &rt.tm)
-    gexrt::FatalErrorF("%s: tm is not this client's team", kCall);
+  RuntimeFor(kCall);
+  const gexrt::api::TeamView v = gexrt::api::CollTeam(kCall, tm);
   if (gexrt::am::HandlerContext::InHandler()) {
     gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
-  const gex_Event_t event =
-      rt.barrier.Notify(0, /*anonymous=*/true, /*mismatch=*/false);
-  gexrt::api::Barrier::Value result;
-  while (!rt.barrier.Finish(event, &result)) gexrt::api::WaitProgress(rt);
+  gexrt::api::TeamBarrierBlocking(v);
   (void)flags;
 }
 

@@ -9,6 +9,7 @@
 #include "am/handler_table.h"
 #include "am/token.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "base/fatal.h"
 #include "core/router.h"
 
@@ -27,12 +28,23 @@ uint64_t Join(gex_AM_Arg_t lo, gex_AM_Arg_t hi) {
 }
 
 // Arguments: the collective's number, the tag, the offset (2), the total
-// (2).
+// (2), the team's id.
 void CollHandler(gex_Token_t, void* buf, size_t nbytes, gex_AM_Arg_t seq,
                  gex_AM_Arg_t tag, gex_AM_Arg_t off_lo, gex_AM_Arg_t off_hi,
-                 gex_AM_Arg_t total_lo, gex_AM_Arg_t total_hi) {
-  g_coll->Arrived(static_cast<uint32_t>(seq), static_cast<uint32_t>(tag),
-                  Join(off_lo, off_hi), Join(total_lo, total_hi), buf, nbytes);
+                 gex_AM_Arg_t total_lo, gex_AM_Arg_t total_hi,
+                 gex_AM_Arg_t team) {
+  Collectives* c = g_coll;
+  if (team != 0) {
+    c = FindTeamColl(static_cast<uint32_t>(team));
+    if (c == nullptr) {
+      FatalErrorF(
+          "collectives: a message for team #%u, which this rank is not a "
+          "member of (ranks disagree on team construction or destruction)",
+          static_cast<uint32_t>(team));
+    }
+  }
+  c->Arrived(static_cast<uint32_t>(seq), static_cast<uint32_t>(tag),
+             Join(off_lo, off_hi), Join(total_lo, total_hi), buf, nbytes);
 }
 
 // Binomial trees over ranks relative to the tree's root. Child k of v is
@@ -127,14 +139,42 @@ Collectives::~Collectives() {
 
 void Collectives::Init(Runtime* rt) {
   rt_ = rt;
+  me_ = rt->rank;
+  size_ = rt->size;
   am::Entry entry;
   entry.fn = reinterpret_cast<am::HandlerFn>(&CollHandler);
   entry.flags = am::kFlagMedium | am::kFlagRequest;
-  entry.nargs = 6;
+  entry.nargs = 7;
   entry.name = "gex collective";
   const absl::Status s = rt->handlers.Register(&entry, 1, /*internal=*/true);
   if (!s.ok()) FatalErrorF("collectives: %s", s.message());
   handler_index_ = entry.index;
+}
+
+void Collectives::InitTeam(Runtime* rt, uint32_t id, std::vector<Rank> members,
+                           Rank me) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rt_ = rt;
+  handler_index_ = g_coll->handler_index_;
+  team_id_ = id;
+  size_ = static_cast<Rank>(members.size());
+  me_ = me;
+  members_ = std::move(members);
+  next_seq_ = 0;
+}
+
+Collectives& JobColl() { return *g_coll; }
+
+bool Collectives::FinishBarrier(gex_Event_t e, int32_t out[3]) {
+  Event* event = static_cast<Event*>(e);
+  Collectives* self = event->owner;
+  self->Progress();
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (!event->done) return false;
+  std::memcpy(out, event->barrier_value, sizeof event->barrier_value);
+  event->magic = rma::kDeadEvent;
+  self->free_events_.push_back(event);
+  return true;
 }
 
 Collectives::Record* Collectives::Find(uint32_t seq) {
@@ -168,9 +208,15 @@ Collectives::Record* Collectives::NewRecord(uint32_t seq) {
   return r;
 }
 
-gex_Event_t Collectives::Start(const Call& call) {
-  const Rank n = rt_->size;
-  const Rank me = rt_->rank;
+uint32_t Collectives::Reserve() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_seq_++;
+}
+
+gex_Event_t Collectives::Start(const Call& call_in, int64_t reserved) {
+  const Rank n = size_;
+  const Rank me = me_;
+  Call call = call_in;
   std::unique_lock<std::mutex> lock(mu_);
   Event* event;
   if (free_events_.empty()) {
@@ -184,10 +230,16 @@ gex_Event_t Collectives::Start(const Call& call) {
   event->done = false;
   event->magic = rma::kLiveEvent;
 
-  const uint32_t seq = next_seq_++;
+  const uint32_t seq =
+      reserved >= 0 ? static_cast<uint32_t>(reserved) : next_seq_++;
   Record* r = Find(seq);
   if (r == nullptr) r = NewRecord(seq);
   r->started = true;
+  if (call.barrier) {
+    std::memcpy(r->barrier_src, call.barrier_value, sizeof r->barrier_src);
+    call.src = r->barrier_src;
+    call.dst = r->barrier_dst;
+  }
   r->call = call;
   r->event = event;
   // What arrived before the call must fit it.
@@ -315,8 +367,8 @@ void Collectives::Combine(Record& r, unsigned k) {
 }
 
 size_t Collectives::AdvanceOne(Record& r, Send* sends, size_t max) {
-  const Rank n = rt_->size;
-  const Rank me = rt_->rank;
+  const Rank n = size_;
+  const Rank me = me_;
   const Call& c = r.call;
   size_t count = 0;
   if (r.reduce_pending) {
@@ -383,6 +435,10 @@ size_t Collectives::Advance(Send* sends, size_t max) {
     }
     if (r->started && !r->reduce_pending && !r->data_pending &&
         !r->forward_pending && r->sends == 0) {
+      if (r->call.barrier) {
+        std::memcpy(r->event->barrier_value, r->barrier_dst,
+                    sizeof r->barrier_dst);
+      }
       r->event->done = true;
       r->event = nullptr;
       active_[i] = active_.back();
@@ -425,14 +481,15 @@ void Collectives::SendAll(const Send& s) {
   for (uint64_t offset = 0; offset < total; offset += piece) {
     const size_t len =
         static_cast<size_t>(total - offset < piece ? total - offset : piece);
-    const uint32_t args[6] = {s.record->seq,
+    const uint32_t args[7] = {s.record->seq,
                               s.tag,
                               static_cast<uint32_t>(offset),
                               static_cast<uint32_t>(offset >> 32),
                               static_cast<uint32_t>(total),
-                              static_cast<uint32_t>(total >> 32)};
-    core::Request(*rt_, s.peer, am::Category::kMedium, handler_index_, args, 6,
-                  data + offset, len, 0, nullptr, /*immediate=*/false);
+                              static_cast<uint32_t>(total >> 32),
+                              team_id_};
+    core::Request(*rt_, JobRank(s.peer), am::Category::kMedium, handler_index_,
+                  args, 7, data + offset, len, 0, nullptr, /*immediate=*/false);
   }
 }
 
@@ -551,24 +608,19 @@ int DtSize(gex_DT_t dt, const char** name) {
   }
 }
 
-// The runtime, after the checks every collective makes: the team, and not
-// from a handler.
-Runtime& CollRuntime(const char* call, gex_TM_t tm) {
-  Runtime& rt = RuntimeFor(call);
-  if (ABSL_PREDICT_FALSE(tm != &rt.tm)) {
-    FatalErrorF("%s: tm %p is not this client's team", call,
-                static_cast<void*>(tm));
-  }
+// The team, after the checks every collective makes: a live team of this
+// client (not a pair), and not from a handler.
+TeamView CollRuntime(const char* call, gex_TM_t tm) {
+  const TeamView v = CollTeam(call, tm);
   if (ABSL_PREDICT_FALSE(am::HandlerContext::InHandler())) {
     FatalErrorF("%s: called from an AM handler", call);
   }
-  return rt;
+  return v;
 }
 
-void CheckRoot(const char* call, Rank root, const Runtime& rt) {
-  if (ABSL_PREDICT_FALSE(root >= rt.size)) {
-    FatalErrorF("%s: root %u is not in the team (size %u)", call, root,
-                rt.size);
+void CheckRoot(const char* call, Rank root, const TeamView& v) {
+  if (ABSL_PREDICT_FALSE(root >= v.size)) {
+    FatalErrorF("%s: root %u is not in the team (size %u)", call, root, v.size);
   }
 }
 
@@ -649,10 +701,11 @@ size_t CheckReduction(const char* call, gex_DT_t dt, size_t dt_sz,
 }
 
 // Starts a checked reduction (both ReduceTo calls).
-gex_Event_t StartReduction(Collectives::Kind kind, Rank root, void* dst,
-                           const void* src, size_t nbytes, gex_DT_t dt,
-                           size_t dt_sz, size_t dt_cnt, gex_OP_t op,
-                           gex_Coll_ReduceFn_t user_op, void* user_cdata) {
+gex_Event_t StartReduction(Collectives& coll, Collectives::Kind kind, Rank root,
+                           void* dst, const void* src, size_t nbytes,
+                           gex_DT_t dt, size_t dt_sz, size_t dt_cnt,
+                           gex_OP_t op, gex_Coll_ReduceFn_t user_op,
+                           void* user_cdata) {
   Collectives::Call call;
   call.kind = kind;
   call.root = root;
@@ -665,7 +718,7 @@ gex_Event_t StartReduction(Collectives::Kind kind, Rank root, void* dst,
   call.op = op;
   call.user_op = user_op;
   call.user_cdata = user_cdata;
-  return g_coll->Start(call);
+  return coll.Start(call);
 }
 
 }  // namespace
@@ -679,19 +732,19 @@ extern "C" {
 gex_Event_t gex_Coll_BroadcastNB(gex_TM_t tm, gex_Rank_t root, void* dst,
                                  const void* src, size_t nbytes, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_BroadcastNB";
-  gexrt::api::Runtime& rt = CollRuntime(kCall, tm);
-  gexrt::api::CheckRoot(kCall, root, rt);
+  const gexrt::api::TeamView v = CollRuntime(kCall, tm);
+  gexrt::api::CheckRoot(kCall, root, v);
   gexrt::api::CheckSize(kCall, "nbytes", nbytes);
   if (nbytes == 0) return GEX_EVENT_INVALID;
   gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  if (rt.rank == root) gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
+  if (v.rank == root) gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
   Collectives::Call call;
   call.kind = Collectives::Kind::kBroadcast;
   call.root = root;
   call.dst = dst;
   call.src = src;
   call.nbytes = nbytes;
-  return gexrt::api::g_coll->Start(call);
+  return gexrt::api::TeamColl(v).Start(call);
 }
 
 gex_Event_t gex_Coll_ReduceToOneNB(gex_TM_t tm, gex_Rank_t root, void* dst,
@@ -700,16 +753,16 @@ gex_Event_t gex_Coll_ReduceToOneNB(gex_TM_t tm, gex_Rank_t root, void* dst,
                                    gex_Coll_ReduceFn_t user_op,
                                    void* user_cdata, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_ReduceToOneNB";
-  gexrt::api::Runtime& rt = CollRuntime(kCall, tm);
-  gexrt::api::CheckRoot(kCall, root, rt);
+  const gexrt::api::TeamView v = CollRuntime(kCall, tm);
+  gexrt::api::CheckRoot(kCall, root, v);
   const size_t nbytes =
       gexrt::api::CheckReduction(kCall, dt, dt_sz, dt_cnt, op, user_op);
   if (nbytes == 0) return GEX_EVENT_INVALID;
   gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
-  if (rt.rank == root) gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  return gexrt::api::StartReduction(Collectives::Kind::kReduceToOne, root, dst,
-                                    src, nbytes, dt, dt_sz, dt_cnt, op, user_op,
-                                    user_cdata);
+  if (v.rank == root) gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
+  return gexrt::api::StartReduction(
+      gexrt::api::TeamColl(v), Collectives::Kind::kReduceToOne, root, dst, src,
+      nbytes, dt, dt_sz, dt_cnt, op, user_op, user_cdata);
 }
 
 gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void* dst, const void* src,
@@ -717,15 +770,15 @@ gex_Event_t gex_Coll_ReduceToAllNB(gex_TM_t tm, void* dst, const void* src,
                                    gex_OP_t op, gex_Coll_ReduceFn_t user_op,
                                    void* user_cdata, gex_Flags_t) {
   static constexpr char kCall[] = "gex_Coll_ReduceToAllNB";
-  CollRuntime(kCall, tm);
+  const gexrt::api::TeamView v = CollRuntime(kCall, tm);
   const size_t nbytes =
       gexrt::api::CheckReduction(kCall, dt, dt_sz, dt_cnt, op, user_op);
   if (nbytes == 0) return GEX_EVENT_INVALID;
   gexrt::api::CheckBuffer(kCall, "src", src, nbytes);
   gexrt::api::CheckBuffer(kCall, "dst", dst, nbytes);
-  return gexrt::api::StartReduction(Collectives::Kind::kReduceToAll, 0, dst,
-                                    src, nbytes, dt, dt_sz, dt_cnt, op, user_op,
-                                    user_cdata);
+  return gexrt::api::StartReduction(
+      gexrt::api::TeamColl(v), Collectives::Kind::kReduceToAll, 0, dst, src,
+      nbytes, dt, dt_sz, dt_cnt, op, user_op, user_cdata);
 }
 
 }  // extern "C"

@@ -1,6 +1,10 @@
-// Data-movement and computational collectives over the job team
-// (gex_Coll_BroadcastNB, gex_Coll_ReduceToOneNB, gex_Coll_ReduceToAllNB)
-// as binomial trees over internal Medium Active Messages.
+// Data-movement and computational collectives over a team
+// (gex_Coll_BroadcastNB, gex_Coll_ReduceToOneNB, gex_Coll_ReduceToAllNB,
+// and the barrier of sub-teams) as binomial trees over internal Medium
+// Active Messages. One object per team: the job team's (id 0) and one per
+// sub-team (api/team.h), each with its own sequence, so collectives on
+// different teams never mix; every message carries the team's id. Ranks in
+// the trees are team ranks, translated to job ranks only to send.
 //
 // Every call that has data (nbytes or dt_cnt not 0) takes the next number
 // of this rank's collective sequence; every rank numbers the same calls
@@ -63,6 +67,10 @@ class Collectives {
     gex_OP_t op = 0;
     gex_Coll_ReduceFn_t user_op = nullptr;
     const void* user_cdata = nullptr;
+    // A sub-team barrier: a ReduceToAll of one Barrier value held in the
+    // record itself (src and dst are ignored); its outcome is the event's.
+    bool barrier = false;
+    int32_t barrier_value[3] = {};
   };
 
   Collectives() = default;
@@ -70,11 +78,26 @@ class Collectives {
   Collectives& operator=(const Collectives&) = delete;
   ~Collectives();
 
-  // Registers the internal handler. Called once at init on every rank.
+  // Registers the internal handler. Called once at init on every rank,
+  // for the job team (id 0).
   void Init(Runtime* rt);
+  // A sub-team's collectives (after the job team's Init): `members` are
+  // job ranks in team order, `me` this rank's place. Also to reuse an
+  // idle object for a new team.
+  void InitTeam(Runtime* rt, uint32_t id, std::vector<Rank> members, Rank me);
+  uint32_t id() const { return team_id_; }
 
-  // Starts this rank's part of the next collective; returns its event.
-  gex_Event_t Start(const Call& call);
+  // The outcome of a barrier collective's event once done (then released):
+  // true with *out set, or false.
+  static bool FinishBarrier(gex_Event_t e, int32_t out[3]);
+
+  // Starts this rank's part of the next collective (or of the collective
+  // numbered `seq`, from Reserve); returns its event.
+  gex_Event_t Start(const Call& call, int64_t seq = -1);
+  // Takes the next number of the sequence for a collective started later
+  // (gasnet_coll.h's synchronised steps): what arrives for it meanwhile is
+  // kept, as for any collective not called yet.
+  uint32_t Reserve();
   // Sends what can be sent, combines what has arrived, completes what is
   // complete. One atomic load when nothing is in flight.
   void Progress();
@@ -95,6 +118,7 @@ class Collectives {
   struct Event : gex_Event_opaque {
     Collectives* owner = nullptr;
     bool done = false;
+    int32_t barrier_value[3] = {};
   };
   struct Record {
     uint32_t seq = 0;
@@ -103,6 +127,8 @@ class Collectives {
     Rank tree_root = 0;   // Of the reduction.
     void* acc = nullptr;  // The running reduction (dst, src or scratch).
     std::vector<unsigned char> scratch;
+    int32_t barrier_src[3] = {};
+    int32_t barrier_dst[3] = {};
     // Children's results (reductions), and data that arrived before the
     // call (broadcast).
     std::vector<unsigned char> child[kMaxChildren];
@@ -133,8 +159,15 @@ class Collectives {
   void Retire(Record& r);
   void SendAll(const Send& s);
 
+  // The job rank of team rank `r`.
+  Rank JobRank(Rank r) const { return members_.empty() ? r : members_[r]; }
+
   Runtime* rt_ = nullptr;
   uint8_t handler_index_ = 0;
+  uint32_t team_id_ = 0;
+  Rank me_ = 0;
+  Rank size_ = 1;
+  std::vector<Rank> members_;  // Empty: the job team (identity).
   std::mutex mu_;
   std::atomic<uint32_t> in_flight_{0};  // Records in active_.
   uint32_t next_seq_ = 0;
@@ -145,6 +178,10 @@ class Collectives {
 
 // The process's collectives (after CollInit).
 void CollInit(Runtime& rt);
+// The job team's collectives.
+Collectives& JobColl();
+// Where messages for sub-team `id` go (team.cc): its collectives, or null.
+Collectives* FindTeamColl(uint32_t id);
 
 }  // namespace gexrt::api
 

@@ -25,6 +25,7 @@
 #include "am/token.h"
 #include "api/event.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "core/router.h"
@@ -95,10 +96,13 @@ void WaitRound(void* context) { WaitProgress(*static_cast<Runtime*>(context)); }
                             : absl::StrFormat("%p", static_cast<void*>(tm)));
 }
 
-inline rma::Engine& EngineFor(const char* call, gex_TM_t tm) {
+// A sub-team or pair (api/team.h) translates `rank` to its job rank, out
+// of line; the primordial team is one compare.
+inline rma::Engine& EngineFor(const char* call, gex_TM_t tm, gex_Rank_t& rank) {
   rma::Engine* e = g_engine;
-  if (ABSL_PREDICT_FALSE(e == nullptr || tm != &g_runtime->tm)) {
-    BadTm(call, tm);
+  if (ABSL_PREDICT_FALSE(e == nullptr)) BadTm(call, tm);
+  if (ABSL_PREDICT_FALSE(tm != &g_runtime->tm)) {
+    rank = SubteamJobRank(call, tm, rank);
   }
   return *e;
 }
@@ -302,7 +306,7 @@ ABSL_ATTRIBUTE_NOINLINE int GetNbiRemote(rma::Engine& e, const char* call,
 inline int PutBlocking(const char* call, gex_TM_t tm, gex_Rank_t rank,
                        void* dest, const void* src, size_t nbytes,
                        gex_Flags_t flags) {
-  rma::Engine& e = EngineFor(call, tm);
+  rma::Engine& e = EngineFor(call, tm, rank);
   CheckPut(call, rank, dest, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
     return GASNET_OK;
@@ -313,7 +317,7 @@ inline int PutBlocking(const char* call, gex_TM_t tm, gex_Rank_t rank,
 inline gex_Event_t PutNB(const char* call, gex_TM_t tm, gex_Rank_t rank,
                          void* dest, const void* src, size_t nbytes,
                          gex_Event_t* lc_opt, gex_Flags_t flags) {
-  rma::Engine& e = EngineFor(call, tm);
+  rma::Engine& e = EngineFor(call, tm, rank);
   CheckNbLcOpt(call, lc_opt);
   CheckPut(call, rank, dest, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
@@ -326,7 +330,7 @@ inline gex_Event_t PutNB(const char* call, gex_TM_t tm, gex_Rank_t rank,
 inline int PutNBI(const char* call, gex_TM_t tm, gex_Rank_t rank, void* dest,
                   const void* src, size_t nbytes, gex_Event_t* lc_opt,
                   gex_Flags_t flags) {
-  rma::Engine& e = EngineFor(call, tm);
+  rma::Engine& e = EngineFor(call, tm, rank);
   CheckNbiLcOpt(call, lc_opt);
   CheckPut(call, rank, dest, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.PutDirect(call, rank, dest, src, nbytes))) {
@@ -443,7 +447,7 @@ int _gex_RMA_PutNBI(gex_TM_t tm, gex_Rank_t rank, void* dest, const void* src,
 int _gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                          size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetBlocking";
-  gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm, rank);
   gexrt::api::CheckGet(kCall, dest, rank, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GASNET_OK;
@@ -455,7 +459,7 @@ int _gex_RMA_GetBlocking(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
 gex_Event_t _gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                            size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNB";
-  gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm, rank);
   gexrt::api::CheckGet(kCall, dest, rank, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GEX_EVENT_INVALID;
@@ -466,7 +470,7 @@ gex_Event_t _gex_RMA_GetNB(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
 int _gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
                     size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetNBI";
-  gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm, rank);
   gexrt::api::CheckGet(kCall, dest, rank, src, nbytes);
   if (ABSL_PREDICT_TRUE(e.GetDirect(kCall, dest, rank, src, nbytes))) {
     return GASNET_OK;
@@ -477,7 +481,7 @@ int _gex_RMA_GetNBI(gex_TM_t tm, void* dest, gex_Rank_t rank, void* src,
 gex_RMA_Value_t gex_RMA_GetBlockingVal(gex_TM_t tm, gex_Rank_t rank, void* src,
                                        size_t nbytes, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_RMA_GetBlockingVal";
-  gexrt::rma::Engine& e = EngineFor(kCall, tm);
+  gexrt::rma::Engine& e = EngineFor(kCall, tm, rank);
   gexrt::api::CheckValueSize(kCall, nbytes);
   gex_RMA_Value_t value = 0;
   unsigned char* dest = gexrt::api::ValueBytes(&value, nbytes);

@@ -441,6 +441,36 @@ extern gex_Rank_t gex_TM_TranslateRankToJobrank(gex_TM_t tm, gex_Rank_t rank);
 extern gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t tm,
                                                 gex_Rank_t jobrank);
 
+/* Teams. gex_TM_Split (collective over parent_tm) makes one team per
+ * colour from the callers with that colour, ordered by key then by parent
+ * rank; a caller with GEX_TM_NO_COLOR (or any negative colour) joins none
+ * and gets GEX_TM_INVALID. gex_TM_Create (collective over parent_tm): each
+ * caller names its new team's members in team order (parent ranks, or job
+ * ranks with GEX_FLAG_RANK_IS_JOBRANK; primordial endpoints only), the same
+ * list on every member; a caller with numargs 0 joins none. With
+ * GEX_FLAG_TM_SCRATCH_SIZE_MIN or _RECOMMENDED either call only returns
+ * the scratch size it wants (0 here: this implementation needs none; the
+ * scratch a caller passes is accepted, left untouched and handed back by
+ * gex_TM_Destroy) and makes nothing. gex_TM_Destroy (collective over the
+ * team) ends a sub-team; it returns non-zero when it filled *scratch_p.
+ * gex_TM_Pair names the pair (local_ep, the endpoint remote_ep_index of
+ * whichever rank a call addresses): no collective creation, ranks are job
+ * ranks, no collectives, not destroyed. Ranks in every call on a sub-team
+ * are team ranks. Misuse (a destroyed or unknown team) is a fatal error
+ * naming the call. */
+#define GEX_TM_NO_COLOR (-1)
+typedef void *gex_Addr_t;
+extern size_t gex_TM_Split(gex_TM_t *new_tm_p, gex_TM_t parent_tm, int color,
+                           int key, void *scratch_addr, size_t scratch_size,
+                           gex_Flags_t flags);
+extern size_t gex_TM_Create(gex_TM_t *new_tms, size_t num_new_tms,
+                            gex_TM_t parent_tm, gex_EP_Location_t *args,
+                            size_t numargs, gex_Addr_t *scratch_addrs,
+                            size_t scratch_size, gex_Flags_t flags);
+extern int gex_TM_Destroy(gex_TM_t tm, gex_Memvec_t *scratch_p,
+                          gex_Flags_t flags);
+extern gex_TM_t gex_TM_Pair(gex_EP_t local_ep, gex_EP_Index_t remote_ep_index);
+
 /* ---------------------------------------------------------------------- */
 /* The job and where this rank sits in it. */
 

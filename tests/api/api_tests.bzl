@@ -128,6 +128,9 @@ _CLIENTS = {
     # Collectives (C11, SEQ): modes bcast, reduce, user, nc, inplace,
     # overlap, early, zero, and one misuse per mode (see its header).
     "coll_client": struct(src = "coll_client.c", par = False, deps = []),
+    # Teams (C11, SEQ): modes split, coll, am, pair, create, legacy
+    # (gasnet_coll.h) and one misuse per bad-input mode (see its header).
+    "team_client": struct(src = "team_client.c", par = False, deps = []),
     # The C++ API (<gex/gex.hpp>, SEQ): modes forms, events, nbi, values and
     # am (see its header comment).
     "cpp_client": struct(
@@ -227,6 +230,14 @@ _SUITES = {
         timeout = "short",
         shard_count = 4,
     ),
+    # Teams jobs at 1, 2, 3, 4 and 8 ranks (sub-teams, pairs,
+    # gasnet_coll.h); misuse naming the call.
+    "team": struct(
+        clients = ["team_client"],
+        deps = [_STR_FORMAT],
+        timeout = "short",
+        shard_count = 4,
+    ),
     # C++ API jobs at 1-8 ranks, direct and GEX_RMA_FORCE_AM=1, and PAR jobs
     # (also clean under `bazel test --config=tsan //tests/api:cpp_job_test`).
     "cpp": struct(
@@ -253,6 +264,7 @@ API_QUICK_CASES = {
     "rma": "*_n2_*:*_n4_*:*n2_*:*n4_*:RmaBadInputJobTest.*",
     "coll": "*_n2:*_n4:*CollBadInputJobTest.*bad_bcast_root",
     "cpp": "*_n2_*:*_n4_*:*n2_*:*n4_*",
+    "team": "*_n2:*_n4:*TeamBadInputJobTest.*destroyed_team",
     "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct",
     "vis": "*_n2_*:*_n4_*:*null_list_direct",
     "segment": "*_n2_*:*_n4_*:*bind_twice",
