@@ -40,6 +40,12 @@
  *           polls until its count is complete; after a barrier the count
  *           must be exactly one per operation. Disarming (handler 0) is
  *           checked to send nothing. Prints "rank R: peer ok notes=K".
+ *   immediate  GEX_FLAG_IMMEDIATE: K rounds of a Vector Put (NB, NBI,
+ *           Blocking in turn) and an Indexed Get to the next rank with the
+ *           flag; a call that reports "no op" (GEX_EVENT_NO_OP, non-zero)
+ *           must have started nothing and is retried without the flag;
+ *           every round's data is checked. Prints "rank R: immediate ok
+ *           noops=K".
  *
  * Misuse modes (2 ranks, rank 0 errs; the job must die with a fatal error
  * naming the call; a rank that gets past the mistake prints
@@ -713,6 +719,58 @@ static void Peer(void) {
 }
 
 /* ------------------------------------------------------------------------
+ * immediate: GEX_FLAG_IMMEDIATE may decline, and then starts nothing. */
+
+static void Immediate(void) {
+  const gex_Rank_t t = (g_me + 1) % g_n;
+  enum { kRounds = 60, kLen = 2000 };
+  static unsigned char src[kLen], got[kLen];
+  long noops = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const unsigned char value = (unsigned char)(round + 1);
+    memset(src, value, kLen);
+    unsigned char *dst = Area(t, g_me);
+    gex_Memvec_t d[2] = {{dst, kLen / 2}, {dst + kLen / 2, kLen / 2}};
+    gex_Memvec_t s[1] = {{src, kLen}};
+    const int form = round % 3;
+    for (gex_Flags_t flags = GEX_FLAG_IMMEDIATE;; flags = 0) {
+      int declined;
+      if (form == 0) {
+        gex_Event_t ev = gex_VIS_VectorPutNB(g_tm, t, 2, d, 1, s, flags);
+        declined = ev == GEX_EVENT_NO_OP;
+        if (!declined) gex_Event_Wait(ev);
+      } else if (form == 1) {
+        declined = gex_VIS_VectorPutNBI(g_tm, t, 2, d, 1, s, flags) != 0;
+        gex_NBI_Wait(GEX_EC_PUT, 0);
+      } else {
+        declined = gex_VIS_VectorPutBlocking(g_tm, t, 2, d, 1, s, flags) != 0;
+      }
+      CHECK(!declined || flags != 0, "declined without GEX_FLAG_IMMEDIATE");
+      if (!declined) break;
+      ++noops;
+    }
+    void *remote[4] = {dst + 1500, dst + 1000, dst + 500, dst};
+    void *local[1] = {got};
+    memset(got, 0, kLen);
+    for (gex_Flags_t flags = GEX_FLAG_IMMEDIATE;; flags = 0) {
+      if (gex_VIS_IndexedGetBlocking(g_tm, 1, local, kLen, t, 4, remote, 500,
+                                     flags) == 0) {
+        break;
+      }
+      CHECK(flags != 0, "declined without GEX_FLAG_IMMEDIATE");
+      ++noops;
+    }
+    for (size_t i = 0; i < kLen; ++i) {
+      CHECK(got[i] == value, "round %d: byte %zu is %u, want %u", round, i,
+            got[i], value);
+    }
+  }
+  char line[128];
+  snprintf(line, sizeof line, "immediate ok noops=%ld", noops);
+  Finish(line);
+}
+
+/* ------------------------------------------------------------------------
  * Misuse. */
 
 static void Misuse(const char *mode) {
@@ -759,6 +817,7 @@ int main(int argc, char **argv) {
   const char *mode = argv[1];
   if (strcmp(mode, "shapes") == 0) Shapes();
   if (strcmp(mode, "peer") == 0) Peer();
+  if (strcmp(mode, "immediate") == 0) Immediate();
   Misuse(mode);
   return 0;
 }

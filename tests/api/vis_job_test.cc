@@ -6,8 +6,9 @@
 // Active Messages through the conduit) and with GEX_RMA_FORCE_AM=1 (every
 // call packed into Active Messages). The client checks every shape
 // (Vector, Indexed, Strided), Put and Get, in every form against a
-// reference computed byte by byte (shapes), and peer completion handlers
-// (peer); see vis_client.c's header. Misuse is fatal and names the call.
+// reference computed byte by byte (shapes), peer completion handlers
+// (peer) and GEX_FLAG_IMMEDIATE (immediate); see vis_client.c's header. Misuse
+// is fatal and names the call.
 #include <string>
 #include <tuple>
 
@@ -44,16 +45,15 @@ TEST_P(VisJobTest, EveryShapeMatchesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ModesRanksPaths, VisJobTest,
-                         ::testing::Combine(::testing::Values("shapes", "peer"),
-                                            ::testing::Values(1, 2, 3, 4, 8),
-                                            ::testing::Bool()),
-                         [](const auto& info) {
-                           return absl::StrFormat(
-                               "%s_n%d_%s", std::get<0>(info.param),
-                               std::get<1>(info.param),
-                               PathName(std::get<2>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ModesRanksPaths, VisJobTest,
+    ::testing::Combine(::testing::Values("shapes", "peer", "immediate"),
+                       ::testing::Values(1, 2, 3, 4, 8), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+                             std::get<1>(info.param),
+                             PathName(std::get<2>(info.param)));
+    });
 
 // ---------------------------------------------------------------------------
 // Misuse.
