@@ -121,6 +121,8 @@ _CLIENTS = {
     # VIS (C11, SEQ): modes shapes, peer and one misuse per bad-input mode
     # (see its header comment).
     "vis_client": struct(src = "vis_client.c", par = False, deps = []),
+    # Multi-threaded VIS (C++, PAR).
+    "vis_par_client": struct(src = "vis_par_client.cc", par = True, deps = []),
     # Segments and endpoints beyond gex_Segment_Attach (C11, SEQ): modes
     # primordial, endpoints and one misuse per bad-input mode (see its
     # header comment).
@@ -207,10 +209,11 @@ _SUITES = {
     ),
     # VIS jobs at 1, 2, 3, 4 and 8 ranks, direct and GEX_RMA_FORCE_AM=1:
     # every shape, Put and Get, every form against a reference; peer
-    # completion; misuse naming the call.
+    # completion; GEX_FLAG_IMMEDIATE; PAR jobs (threads with their own NBI
+    # counters and peer completion); misuse naming the call.
     "vis": struct(
-        clients = ["vis_client"],
-        deps = [_STR_FORMAT],
+        clients = ["vis_client", "vis_par_client"],
+        deps = [":tsan_reports", _JOB_RUNNER, _STR_FORMAT],
         timeout = "short",
         shard_count = 4,
     ),

@@ -11,10 +11,12 @@
 // is fatal and names the call.
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "tests/api/api_job.h"
+#include "tests/api/tsan_reports.h"
 
 namespace gexrt::testing {
 namespace {
@@ -54,6 +56,35 @@ INSTANTIATE_TEST_SUITE_P(
                              std::get<1>(info.param),
                              PathName(std::get<2>(info.param)));
     });
+
+// ---------------------------------------------------------------------------
+// PAR: 4 threads a rank, each with its own NBI counters and peer completion.
+
+class VisParJobTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(VisParJobTest, ThreadsWithTheirOwnNbiAndPeerCompletion) {
+  const auto& [n, force_am] = GetParam();
+  std::vector<std::string> env = ForceAmEnv(force_am);
+  const std::string tsan_dir = MakeTempDir("tsan");
+  for (std::string& v : TsanEnv(tsan_dir)) env.push_back(std::move(v));
+  const int rounds = kTsan ? 3 : 10;
+  const JobResult r =
+      RunApiJob("vis_par_client", n, {"par", std::to_string(rounds)}, env);
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "par ok")) {
+    EXPECT_EQ(Field(line, "ops"), 4LL * rounds * 5) << line;
+    EXPECT_EQ(Field(line, "notes"), 4LL * rounds) << line;
+  }
+  ExpectNoTsanReports(tsan_dir, n);
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksPaths, VisParJobTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "n%d_%s", std::get<0>(info.param),
+                               PathName(std::get<1>(info.param)));
+                         });
 
 // ---------------------------------------------------------------------------
 // Misuse.
