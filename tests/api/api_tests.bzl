@@ -269,7 +269,7 @@ API_QUICK_CASES = {
     "cpp": "*_n2_*:*_n4_*:*n2_*:*n4_*",
     "team": "*_n2:*_n4:*TeamBadInputJobTest.*destroyed_team",
     "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct",
-    "vis": "*_n2_*:*_n4_*:*null_list_direct",
+    "vis": "*n2_*:*n4_*:*null_list_direct",
     "segment": "*_n2_*:*_n4_*:*bind_twice",
 }
 
