@@ -308,6 +308,9 @@ static void Am(void) {
   CHECK(gex_EP_RegisterHandlers(g_ep, entries, 2) == GASNET_OK, "register");
   gex_Rank_t members[64], size;
   g_am_team = SplitParity(members, &size);
+  /* The handler reads g_am_team: every member has stored it before any
+   * message (the team itself is usable as soon as Split returns). */
+  gex_Coll_BarrierBlocking(g_am_team, 0);
   const gex_Rank_t me = gex_TM_QueryRank(g_am_team);
   enum { kRounds = 20 };
   for (int i = 0; i < kRounds; ++i) {
