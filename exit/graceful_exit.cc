@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "base/env/parse.h"
 #include "base/job_rank.h"
+#include "base/pre_exit.h"
 #include "base/stderr_line.h"
 #include "exit/signals.h"
 
@@ -178,6 +179,8 @@ int ExitBody() {
   // An exit nobody agreed on is not a success, whatever the code said.
   if (!coordinated && code == 0) code = 1;
   if (s->report) Report(*s, code, outcome);
+  // Libraries' own buffered files (trace and statistics), then stdio.
+  RunPreExitHooks();
   std::fflush(nullptr);
   // A rank died: releasing the network may wait for it (a flush to a peer
   // that will never answer), and the process is ending anyway.

@@ -34,6 +34,7 @@
 #include "base/fatal.h"
 #include "base/host_id.h"
 #include "base/job_rank.h"
+#include "base/pre_exit.h"
 #include "base/string_view.h"
 #include "base/timer.h"
 #include "gasnet_tools.h"
@@ -276,6 +277,8 @@ void Initialise() {
   if (state.trace.file.load() != nullptr ||
       state.stats.file.load() != nullptr) {
     std::atexit(&CloseAtExit);
+    // gasnet_exit and the other runtime exits end with _exit, past atexit.
+    AddPreExitHook(&CloseAtExit);
   }
 }
 

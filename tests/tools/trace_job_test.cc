@@ -220,6 +220,24 @@ TEST(TraceSettingsTest, TraceFlushWritesEachLineAtOnce) {
       << Describe(r);
 }
 
+TEST(TraceSettingsTest, GasnetExitClosesTheFilesWithTheFinalStatistics) {
+  const std::string dir = MakeTempDir("trace");
+  const JobResult r = RunTraceJob(
+      2, "exit",
+      {"GASNET_TRACEFILE=" + dir + "/t-%", "GASNET_STATSFILE=" + dir + "/s-%",
+       "GASNET_TRACEMASK=H", "GASNET_STATSMASK=H"});
+  EXPECT_EQ(r.exit_code, 5) << Describe(r);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_THAT(
+        ReadFile(absl::StrFormat("%s/t-%d", dir, rank)),
+        HasSubstr(absl::StrFormat("(H) before gasnet_exit on rank %d\n", rank)))
+        << Describe(r);
+    EXPECT_THAT(ReadFile(absl::StrFormat("%s/s-%d", dir, rank)),
+                HasSubstr("--- end of statistics ---"))
+        << Describe(r);
+  }
+}
+
 TEST(TraceSettingsTest, NoFileNoTracing) {
   const JobResult r = RunTraceJob(2, "touch", {"GASNET_TRACEMASK=H"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
