@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "am/token.h"
+#include "api/team.h"
 #include "base/fatal.h"
 #include "core/endpoint_segments.h"
 
@@ -70,7 +71,18 @@ void RemoveCreatedSegment(SegmentRecord* record) {
   reg.segments.erase(&record->segment);
 }
 
+gex_EP_t EndpointByIndex(gex_EP_Index_t index) {
+  Runtime* rt = g_runtime;
+  if (rt == nullptr) return nullptr;
+  if (index == 0) return &rt->ep;
+  Registry& reg = Reg();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  return index <= reg.created.size() ? reg.created[index - 1]->ep : nullptr;
+}
+
 gex_EP_Index_t EndpointIndex(const char* call, gex_EP_t ep) {
+  const Runtime* rt = g_runtime;
+  if (rt != nullptr && ep == &rt->ep) return 0;  // No lock for the common one.
   const EndpointRecord* e = FindEndpoint(ep);
   if (e == nullptr) {
     FatalErrorF("%s: ep %p is not one of this client's endpoints", call,
@@ -92,9 +104,21 @@ gex_EP_Location_t LocateEndpoint(const char* call, Runtime& rt, gex_TM_t tm,
     loc.gex_rank = rank;
     return loc;
   }
-  // Another team: its members are primordial endpoints; the team code
-  // checks the tm and the rank.
-  loc.gex_rank = gex_TM_TranslateRankToJobrank(tm, rank);
+  const Team& t = LiveTeam(call, tm);
+  if (t.pair) {
+    if (rank >= rt.size) {
+      FatalErrorF("%s: rank %u is not a job rank (job of %u)", call, rank,
+                  rt.size);
+    }
+    loc.gex_rank = rank;
+    loc.gex_ep_index = t.remote_ep_index;
+  } else {
+    if (rank >= t.size) {
+      FatalErrorF("%s: rank %u is not in the team (size %u)", call, rank,
+                  t.size);
+    }
+    loc.gex_rank = t.members[rank];
+  }
   return loc;
 }
 

@@ -52,10 +52,14 @@ void RemoveCreatedSegment(SegmentRecord* record);
 // gex_EP_QueryIndex's answer (fatal naming the call for a bad handle).
 gex_EP_Index_t EndpointIndex(const char* call, gex_EP_t ep);
 
-// (tm, rank) as a job rank and endpoint index. The primordial team's
-// members are (rank, 0). Other teams belong to api/ team code: their
-// members are primordial endpoints too (gex_TM_TranslateRankToJobrank);
-// a TM-pair's remote index must come from there (see the README).
+// This process's endpoint of index `index`, or null.
+gex_EP_t EndpointByIndex(gex_EP_Index_t index);
+
+// (tm, rank) as a job rank and endpoint index: the primordial team's
+// member `rank` is (rank, 0), a sub-team's (its job rank, 0) (teams hold
+// primordial endpoints only), a gex_TM_Pair's (rank, the pair's remote
+// index). Fatal, naming `call`, for a tm that is not a live team or a
+// rank outside it.
 gex_EP_Location_t LocateEndpoint(const char* call, Runtime& rt, gex_TM_t tm,
                                  gex_Rank_t rank);
 

@@ -323,10 +323,7 @@ int gex_Segment_QueryBound(gex_TM_t tm, gex_Rank_t rank, void** owneraddr_p,
   uintptr_t size = 0;
   if (loc.gex_rank == rt.rank) {
     // One of this process's endpoints: its bound segment, published or not.
-    gex_EP_t ep = nullptr;
-    if (loc.gex_ep_index == 0) {
-      ep = &rt.ep;
-    }
+    gex_EP_t ep = gexrt::api::EndpointByIndex(loc.gex_ep_index);
     if (ep == nullptr || ep->segment == nullptr) return 1;
     owner = local = ep->segment->addr;
     size = ep->segment->size;

@@ -27,11 +27,17 @@
  *               publication with bad flags (every rank refused), with an
  *               endpoint named twice, and a good one (both endpoints and
  *               the primordial one, which gex_Segment_Attach bound);
- *               gex_TM_TranslateRankToEP for every rank;
+ *               gex_TM_TranslateRankToEP and gex_Segment_QueryBound
+ *               for every rank through the primordial team, gex_TM_Pair
+ *               to each endpoint index (the allocated segment mapped, and
+ *               its owner's bytes read, exactly in the neighbourhood; the
+ *               client-memory one by address only; index 3 nowhere) and
+ *               a sub-team from gex_TM_Split;
  *               gex_System_QueryProgressThreads (none); Destroy of an
  *               unpublished segment and, after a barrier, of a published
  *               one with GEX_FLAG_GLOBALLY_QUIESCED. Prints
- *               "rank R: endpoints ok eps=3 refused=K".
+ *               "rank R: endpoints ok eps=3 refused=K mapped=M" (M:
+ *               ranks in the neighbourhood).
  *
  * Misuse, fatal and naming the call (rank 0 errs; the job must not
  * survive): bind-twice, bind-bound-segment, bind-null, bind-attached,
@@ -267,7 +273,10 @@ static void Endpoints(void) {
         "allocated segment");
   CHECK(gex_Segment_QueryAddr(s2) != NULL, "s2 addr");
   CHECK(gex_Segment_QuerySize(s2) == 5000, "s2 size");
-  memset(gex_Segment_QueryAddr(s2), 0x5a, 5000); /* writable, all of it */
+  /* Writable, all of it; peers that map it check the pattern. */
+  for (size_t i = 0; i < 5000; ++i) {
+    ((unsigned char *)gex_Segment_QueryAddr(s2))[i] = Pattern(g_me, 2, i);
+  }
   gex_EP_BindSegment(ep1, s1, 0);
   gex_EP_BindSegment(ep2, s2, 0);
   CHECK(gex_EP_QuerySegment(ep1) == s1 && gex_EP_QuerySegment(ep2) == s2,
@@ -303,6 +312,65 @@ static void Endpoints(void) {
           "QueryBound %u", r);
   }
 
+  /* The additional endpoints of every rank, through gex_TM_Pair: the
+   * client-memory segment (index 1) is known by address only, except
+   * here; the allocated one (index 2) is mapped for the neighbourhood,
+   * holding its owner's pattern. Index 3 exists nowhere. */
+  const gex_TM_t pair1 = gex_TM_Pair(g_ep, 1);
+  const gex_TM_t pair2 = gex_TM_Pair(g_ep, 2);
+  const gex_TM_t pair3 = gex_TM_Pair(g_ep, 3);
+  int mapped = 0;
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    gex_EP_Location_t loc = gex_TM_TranslateRankToEP(pair1, r, 0);
+    CHECK(loc.gex_rank == r && loc.gex_ep_index == 1, "pair1 %u: (%u, %u)", r,
+          loc.gex_rank, (unsigned)loc.gex_ep_index);
+    loc = gex_TM_TranslateRankToEP(pair2, r, 0);
+    CHECK(loc.gex_rank == r && loc.gex_ep_index == 2, "pair2 %u", r);
+    void *owner = NULL, *local = NULL;
+    uintptr_t sz = 0;
+    CHECK(gex_Segment_QueryBound(pair1, r, &owner, &local, &sz) == 0,
+          "QueryBound (%u, 1)", r);
+    CHECK(owner != NULL && sz == sizeof mine, "(%u, 1): %p %zu", r, owner,
+          (size_t)sz);
+    if (r == g_me) {
+      CHECK(owner == (void *)mine && local == (void *)mine, "(me, 1): %p %p",
+            owner, local);
+    } else {
+      CHECK(local == NULL, "(%u, 1): client memory mapped at %p", r, local);
+    }
+    owner = local = NULL;
+    sz = 0;
+    CHECK(gex_Segment_QueryBound(pair2, r, &owner, &local, &sz) == 0,
+          "QueryBound (%u, 2)", r);
+    CHECK(owner != NULL && sz == 5000, "(%u, 2): %p %zu", r, owner, (size_t)sz);
+    CHECK((local != NULL) == InMyNbrhd(r), "(%u, 2): local %p", r, local);
+    if (local != NULL) {
+      ++mapped;
+      for (size_t i = 0; i < 5000; ++i) {
+        CHECK(((unsigned char *)local)[i] == Pattern(r, 2, i),
+              "(%u, 2) byte %zu as mapped here", r, i);
+      }
+    }
+    CHECK(gex_Segment_QueryBound(pair3, r, &owner, &local, &sz) != 0,
+          "QueryBound (%u, 3): no such endpoint", r);
+  }
+
+  /* A sub-team's members are primordial endpoints: (job rank, 0). */
+  gex_TM_t sub = GEX_TM_INVALID;
+  gex_TM_Split(&sub, g_tm, (int)(g_me % 2), -(int)g_me, NULL, 0,
+               GEX_FLAG_TM_NO_SCRATCH);
+  CHECK(sub != GEX_TM_INVALID, "split");
+  for (gex_Rank_t i = 0; i < gex_TM_QuerySize(sub); ++i) {
+    const gex_EP_Location_t loc = gex_TM_TranslateRankToEP(sub, i, 0);
+    CHECK(loc.gex_rank == gex_TM_TranslateRankToJobrank(sub, i) &&
+              loc.gex_rank % 2 == g_me % 2 && loc.gex_ep_index == 0,
+          "sub-team rank %u: (%u, %u)", i, loc.gex_rank,
+          (unsigned)loc.gex_ep_index);
+    CHECK(gex_Segment_QueryBound(sub, i, NULL, NULL, NULL) == 0,
+          "QueryBound sub-team rank %u", i);
+  }
+  gex_TM_Destroy(sub, NULL, 0);
+
   unsigned int count = 99;
   const gex_ProgressThreadInfo_t *info = NULL;
   CHECK(
@@ -322,7 +390,8 @@ static void Endpoints(void) {
   CHECK(gex_EP_QuerySegment(ep2) == GEX_SEGMENT_INVALID, "ep2 unbound");
   gex_System_SetVerboseErrors(1);
   char line[128];
-  snprintf(line, sizeof line, "endpoints ok eps=3 refused=%d", refused);
+  snprintf(line, sizeof line, "endpoints ok eps=3 refused=%d mapped=%d",
+           refused, mapped);
   Finish(line);
 }
 

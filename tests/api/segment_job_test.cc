@@ -39,6 +39,11 @@ TEST_P(SegmentJobTest, EveryRankAgrees) {
     } else {
       EXPECT_EQ(Field(line, "eps"), 3) << line;
       EXPECT_EQ(Field(line, "refused"), 19) << line;
+      // Every rank whose allocated segment is mapped here: its
+      // neighbourhood (itself included).
+      int mapped = 0;
+      for (int r = 0; r < n; ++r) mapped += SameSupernode(n, rank, r) ? 1 : 0;
+      EXPECT_EQ(Field(line, "mapped"), mapped) << line;
     }
   }
 }
