@@ -57,10 +57,14 @@ void ProgressTeams(void*) {
 [[noreturn]] ABSL_ATTRIBUTE_NOINLINE void NotATeam(const char* call,
                                                    gex_TM_t tm) {
   RuntimeFor(call);
-  if (tm == nullptr) FatalErrorF("%s: tm is NULL (GEX_TM_INVALID)", call);
+  if (tm == nullptr) {
+    FatalErrorF("%s: tm NULL is not this client's team (GEX_TM_INVALID)",
+                call);
+  }
   FatalErrorF(
-      "%s: tm %p is not a live team of this client (never created, or "
-      "already destroyed with gex_TM_Destroy)",
+      "%s: tm is not this client's team (%p is not this client's team: "
+      "neither the primordial team nor a live sub-team or pair; never "
+      "created, or already destroyed with gex_TM_Destroy)",
       call, static_cast<void*>(tm));
 }
 
