@@ -189,7 +189,20 @@ gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
                                        void** owneraddr_p, void** localaddr_p,
                                        uintptr_t* size_p, gex_Flags_t) {
   static constexpr char kCall[] = "gex_EP_QueryBoundSegmentNB";
-  Runtime& rt = gexrt::api::RuntimeForTm(kCall, tm);
+  Runtime& rt = RuntimeFor(kCall);
+  if (tm != &rt.tm) {
+    // A sub-team's or a gex_TM_Pair's endpoint (api/segment.cc).
+    if (!gexrt::api::BoundSegment(kCall, rt, tm, rank, owneraddr_p,
+                                  localaddr_p, size_p)) {
+      const gex_EP_Location_t loc =
+          gexrt::api::LocateEndpoint(kCall, rt, tm, rank);
+      gexrt::FatalErrorF(
+          "%s: endpoint %u of rank %u has no bound segment published to "
+          "this process",
+          kCall, static_cast<unsigned>(loc.gex_ep_index), loc.gex_rank);
+    }
+    return GEX_EVENT_INVALID;
+  }
   if (rank >= rt.size) {
     gexrt::FatalErrorF("%s: rank %u is not in the team (size %u)", kCall, rank,
                        rt.size);

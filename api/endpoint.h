@@ -63,6 +63,13 @@ gex_EP_t EndpointByIndex(gex_EP_Index_t index);
 gex_EP_Location_t LocateEndpoint(const char* call, Runtime& rt, gex_TM_t tm,
                                  gex_Rank_t rank);
 
+// The segment bound to endpoint (tm, rank), as gex_Segment_QueryBound
+// reports it (api/segment.cc): false, writing nothing, when it has none or
+// (another process's) none was published to this one. Any output may be
+// null.
+bool BoundSegment(const char* call, Runtime& rt, gex_TM_t tm, gex_Rank_t rank,
+                  void** owneraddr_p, void** localaddr_p, uintptr_t* size_p);
+
 }  // namespace gexrt::api
 
 #endif  // GEX_API_ENDPOINT_H_

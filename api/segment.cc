@@ -53,6 +53,44 @@ EndpointRecord& CheckEndpoint(const char* call, gex_EP_t ep) {
 
 }  // namespace
 
+namespace gexrt::api {
+
+bool BoundSegment(const char* call, Runtime& rt, gex_TM_t tm, gex_Rank_t rank,
+                  void** owneraddr_p, void** localaddr_p, uintptr_t* size_p) {
+  const gex_EP_Location_t loc = LocateEndpoint(call, rt, tm, rank);
+  void* owner = nullptr;
+  void* local = nullptr;
+  uintptr_t size = 0;
+  if (loc.gex_rank == rt.rank) {
+    // One of this process's endpoints: its bound segment, published or not.
+    gex_EP_t ep = EndpointByIndex(loc.gex_ep_index);
+    if (ep == nullptr || ep->segment == nullptr) return false;
+    owner = local = ep->segment->addr;
+    size = ep->segment->size;
+  } else if (loc.gex_ep_index == 0 && rt.segments.attached()) {
+    const rma::SegmentEntry s = rt.segments.segment(loc.gex_rank);
+    if (s.size == 0) return false;
+    owner = reinterpret_cast<void*>(s.base);
+    local = s.local;
+    size = s.size;
+  } else {
+    if (!rt.endpoint_segments.published(loc.gex_ep_index, loc.gex_rank)) {
+      return false;
+    }
+    const rma::SegmentEntry s =
+        rt.endpoint_segments.segment(loc.gex_ep_index, loc.gex_rank);
+    owner = reinterpret_cast<void*>(s.base);
+    local = s.local;
+    size = s.size;
+  }
+  if (owneraddr_p != nullptr) *owneraddr_p = owner;
+  if (localaddr_p != nullptr) *localaddr_p = local;
+  if (size_p != nullptr) *size_p = size;
+  return true;
+}
+
+}  // namespace gexrt::api
+
 extern "C" {
 
 int gex_Segment_Create(gex_Segment_t* segment_p, gex_Client_t client,
@@ -317,36 +355,10 @@ int gex_Segment_QueryBound(gex_TM_t tm, gex_Rank_t rank, void** owneraddr_p,
   if (gexrt::am::HandlerContext::InHandler()) {
     gexrt::FatalErrorF("%s: called from an AM handler", kCall);
   }
-  const gex_EP_Location_t loc = gexrt::api::LocateEndpoint(kCall, rt, tm, rank);
-  void* owner = nullptr;
-  void* local = nullptr;
-  uintptr_t size = 0;
-  if (loc.gex_rank == rt.rank) {
-    // One of this process's endpoints: its bound segment, published or not.
-    gex_EP_t ep = gexrt::api::EndpointByIndex(loc.gex_ep_index);
-    if (ep == nullptr || ep->segment == nullptr) return 1;
-    owner = local = ep->segment->addr;
-    size = ep->segment->size;
-  } else if (loc.gex_ep_index == 0 && rt.segments.attached()) {
-    const gexrt::rma::SegmentEntry s = rt.segments.segment(loc.gex_rank);
-    if (s.size == 0) return 1;
-    owner = reinterpret_cast<void*>(s.base);
-    local = s.local;
-    size = s.size;
-  } else {
-    if (!rt.endpoint_segments.published(loc.gex_ep_index, loc.gex_rank)) {
-      return 1;
-    }
-    const gexrt::rma::SegmentEntry s =
-        rt.endpoint_segments.segment(loc.gex_ep_index, loc.gex_rank);
-    owner = reinterpret_cast<void*>(s.base);
-    local = s.local;
-    size = s.size;
-  }
-  if (owneraddr_p != nullptr) *owneraddr_p = owner;
-  if (localaddr_p != nullptr) *localaddr_p = local;
-  if (size_p != nullptr) *size_p = size;
-  return GASNET_OK;
+  return gexrt::api::BoundSegment(kCall, rt, tm, rank, owneraddr_p, localaddr_p,
+                                  size_p)
+             ? GASNET_OK
+             : 1;
 }
 
 }  // extern "C"

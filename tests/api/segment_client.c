@@ -351,6 +351,12 @@ static void Endpoints(void) {
               "(%u, 2) byte %zu as mapped here", r, i);
       }
     }
+    void *owner2 = NULL, *local2 = NULL;
+    uintptr_t sz2 = 0;
+    gex_Event_Wait(
+        gex_EP_QueryBoundSegmentNB(pair2, r, &owner2, &local2, &sz2, 0));
+    CHECK(owner2 == owner && local2 == local && sz2 == sz,
+          "QueryBoundSegmentNB (%u, 2) disagrees", r);
     CHECK(gex_Segment_QueryBound(pair3, r, &owner, &local, &sz) != 0,
           "QueryBound (%u, 3): no such endpoint", r);
   }
