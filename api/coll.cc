@@ -509,6 +509,9 @@ void CollInit(Runtime& rt) {
   g_coll->Init(&rt);
   rt.progress.Add(
       [](void* coll) { static_cast<Collectives*>(coll)->Progress(); }, g_coll);
+  // Sub-teams' collectives (api/team.h): registered now, while the process
+  // is single-threaded, for teams made later.
+  rt.progress.Add(&ProgressTeams, nullptr);
 }
 
 // ---------------------------------------------------------------------------

@@ -39,12 +39,13 @@ struct Registry {
   std::vector<Collectives*> idle;
   std::map<std::pair<const gex_EP_opaque*, gex_EP_Index_t>, Team*> pairs;
   uint32_t next_id = 1;  // 0 is the job team.
-  bool progress_added = false;
 };
 Registry& Reg() {
   static Registry* r = new Registry;  // Lives until exit.
   return *r;
 }
+
+}  // namespace
 
 void ProgressTeams(void*) {
   const size_t n = g_team_coll_count.load(std::memory_order_acquire);
@@ -54,12 +55,13 @@ void ProgressTeams(void*) {
   }
 }
 
+namespace {
+
 [[noreturn]] ABSL_ATTRIBUTE_NOINLINE void NotATeam(const char* call,
                                                    gex_TM_t tm) {
   RuntimeFor(call);
   if (tm == nullptr) {
-    FatalErrorF("%s: tm NULL is not this client's team (GEX_TM_INVALID)",
-                call);
+    FatalErrorF("%s: tm NULL is not this client's team (GEX_TM_INVALID)", call);
   }
   FatalErrorF(
       "%s: tm is not this client's team (%p is not this client's team: "
@@ -157,10 +159,6 @@ Team* MakeTeam(Runtime& rt, gex_EP_t ep, std::vector<Rank> members, Rank me,
   }
   c->InitTeam(&rt, id, std::move(members), me);
   t->coll = c;
-  if (!reg.progress_added) {
-    rt.progress.Add(&ProgressTeams, nullptr);
-    reg.progress_added = true;
-  }
   reg.by_id[id] = c;
   reg.live[t] = t;
   return t;

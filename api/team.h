@@ -79,6 +79,9 @@ gex_Event_t TeamBarrierNotify(Team& t, const Barrier::Value& v);
 // That barrier as a collective call, for any team's Collectives.
 Collectives::Call BarrierCall(const Barrier::Value& v);
 bool TeamBarrierFinish(Team& t, gex_Event_t e, Barrier::Value* out);
+// Progress for every sub-team's collectives (registered at init by
+// CollInit; one atomic load while no sub-team was ever made).
+void ProgressTeams(void*);
 // Blocking barrier over any team (primordial or sub-team).
 void TeamBarrierBlocking(const TeamView& v);
 
