@@ -93,7 +93,7 @@ gex_EP_Index_t EndpointIndex(const char* call, gex_EP_t ep) {
 
 gex_EP_Location_t LocateEndpoint(const char* call, Runtime& rt, gex_TM_t tm,
                                  gex_Rank_t rank) {
-  if (tm == nullptr) FatalErrorF("%s: tm is GEX_TM_INVALID", call);
+  if (tm == nullptr) FatalErrorF("%s: tm NULL is not this client's team", call);
   gex_EP_Location_t loc;
   loc.gex_ep_index = 0;
   if (tm == &rt.tm) {
