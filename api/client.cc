@@ -39,9 +39,10 @@ Runtime& RuntimeFor(const char* call) {
   return *rt;
 }
 
-// The primordial team is the only team (no gex_TM_Split yet), so a tm is
-// valid exactly when it is that one: one compare. A NULL or stale tm would
-// otherwise be dereferenced or silently taken for the job.
+// For calls that take only the primordial team: a tm is valid exactly when
+// it is that one (one compare). A NULL or stale tm would otherwise be
+// dereferenced or silently taken for the job. Calls that also take
+// sub-teams and pairs look those up in api/team.h's registry.
 [[noreturn]] ABSL_ATTRIBUTE_NOINLINE void BadTm(const char* call, gex_TM_t tm) {
   FatalErrorF("%s: tm %s is not this client's team", call,
               tm == nullptr ? std::string("NULL")
