@@ -45,6 +45,11 @@ void* Cell(gex_Rank_t t, int i) { return g_owner[t] + i * kCell; }
 
 void Worker(int rounds) {
   std::vector<uint64_t> last(g_n, 0);
+  // The NBI FADDs' results, written when each completes: they must stay
+  // valid until the round's gex_NBI_Wait (a stack variable of the inner
+  // loop would be reused by the CAS loop below while a late reply still
+  // writes into it).
+  std::vector<uint64_t> nbi_result(g_n, 0);
   long ops = 0;
   for (int k = 0; k < rounds; ++k) {
     for (gex_Rank_t j = 0; j < g_n; ++j) {
@@ -57,9 +62,8 @@ void Worker(int rounds) {
             t, static_cast<unsigned long long>(last[t]),
             static_cast<unsigned long long>(old));
       last[t] = old;
-      uint64_t ignored = 0;
-      CHECK(gex_AD_OpNBI_U64(g_u64, &ignored, t, Cell(t, 1), GEX_OP_FADD, 1, 0,
-                             0) == 0,
+      CHECK(gex_AD_OpNBI_U64(g_u64, &nbi_result[t], t, Cell(t, 1), GEX_OP_FADD,
+                             1, 0, 0) == 0,
             "NBI FADD");
       gex_Event_Wait(gex_AD_OpNB_DBL(g_dbl, nullptr, t, Cell(t, 2), GEX_OP_ADD,
                                      0.25, 0, 0));
