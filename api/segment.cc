@@ -1,7 +1,7 @@
 // Segments beyond gex_Segment_Attach: gex_Segment_Create (host memory, the
 // client's or allocated here), gex_EP_BindSegment,
-// gex_EP_PublishBoundSegment, gex_Segment_QueryBound, gex_Segment_Destroy
-// and gex_Segment_QueryKind.
+// gex_EP_PublishBoundSegment (over the primordial team or a sub-team),
+// gex_Segment_QueryBound, gex_Segment_Destroy and gex_Segment_QueryKind.
 //
 // Where a published segment can be reached from (docs: README, "Segments
 // and endpoints"): a segment allocated here lives in a PSHM shared object,
@@ -22,9 +22,11 @@
 #include "api/endpoint.h"
 #include "api/rma.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "base/fatal.h"
 #include "bootstrap/current_call.h"
 #include "core/endpoint_segments.h"
+#include "gasnet_coll.h"
 
 using gexrt::ScopedCurrentCall;
 using gexrt::api::EndpointRecord;
@@ -252,14 +254,24 @@ int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t* eps, size_t num_eps,
   static constexpr char kCall[] = "gex_EP_PublishBoundSegment";
   const ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
-  if (tm != &rt.tm) {
-    // The exchange runs over the job's bootstrap, which every rank of the
-    // primordial team joins; a sub-team's members would wait for ranks
-    // that never come.
-    return ReportError(
-        kCall, GASNET_ERR_BAD_ARG,
-        "tm must be the primordial team (publication over other teams is not "
-        "supported yet)");
+  // Over a sub-team: the team's gather-all and barrier, and no conduit
+  // hook (the conduit's are collective over the job).
+  gexrt::core::PublishGroup group;
+  const bool subteam = tm != &rt.tm;
+  if (subteam) {
+    const gexrt::api::Team& t = gexrt::api::LiveTeam(kCall, tm);
+    if (t.pair) {
+      return ReportError(kCall, GASNET_ERR_BAD_ARG,
+                         "tm is a gex_TM_Pair, which takes no collective "
+                         "calls (use a team)");
+    }
+    group.members = t.members;
+    group.allgather = [tm](const void* mine, size_t bytes, void* out) {
+      gasnet_coll_gather_all(
+          tm, out, const_cast<void*>(mine), bytes,
+          GASNET_COLL_IN_MYSYNC | GASNET_COLL_OUT_MYSYNC | GASNET_COLL_LOCAL);
+    };
+    group.barrier = [tm] { gex_Coll_BarrierBlocking(tm, 0); };
   }
   if (gexrt::am::HandlerContext::InHandler()) {
     gexrt::FatalErrorF("%s: called from an AM handler", kCall);
@@ -301,6 +313,12 @@ int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t* eps, size_t num_eps,
       // gex_Segment_Attach published it already: nothing new to say.
       continue;
     }
+    if (e->index == 0 && subteam) {
+      problem =
+          "the primordial endpoint's segment is published over the "
+          "primordial team (the conduit registers it there), not a sub-team";
+      break;
+    }
     if (eps[i]->segment != nullptr) {
       r = gexrt::api::FindCreatedSegment(eps[i]->segment);
     }
@@ -320,8 +338,8 @@ int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t* eps, size_t num_eps,
     mine.clear();
   }
   bool primordial = false;
-  const absl::Status s =
-      gexrt::core::PublishSegments(rt, mine, !problem.empty(), &primordial);
+  const absl::Status s = gexrt::core::PublishSegments(
+      rt, mine, !problem.empty(), &primordial, subteam ? &group : nullptr);
   if (!problem.empty()) return GASNET_ERR_BAD_ARG;
   if (!s.ok()) {
     return ReportError(kCall,

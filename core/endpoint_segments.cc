@@ -63,7 +63,8 @@ absl::StatusOr<pshm::SharedObject> CreateSharedSegment(Runtime& rt, size_t size,
 }
 
 absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
-                             bool local_error, bool* primordial) {
+                             bool local_error, bool* primordial,
+                             const PublishGroup* group) {
   if (primordial != nullptr) *primordial = false;
   std::vector<Record> records(kMaxEndpoints, Record{});
   if (local_error || mine.size() > kMaxEndpoints) {
@@ -84,13 +85,25 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
     }
   }
   const size_t per_rank = kMaxEndpoints * sizeof(Record);
-  std::vector<Record> all(size_t{kMaxEndpoints} * rt.size);
-  rt.bootstrap->Allgather(records.data(), per_rank, all.data());
+  // The participants (job ranks) in the order of their records.
+  std::vector<Rank> members;
+  if (group == nullptr) {
+    members.resize(rt.size);
+    for (Rank r = 0; r < rt.size; ++r) members[r] = r;
+  } else {
+    members = group->members;
+  }
+  std::vector<Record> all(size_t{kMaxEndpoints} * members.size());
+  if (group == nullptr) {
+    rt.bootstrap->Allgather(records.data(), per_rank, all.data());
+  } else {
+    group->allgather(records.data(), per_rank, all.data());
+  }
 
   std::vector<std::string> failed;
-  for (Rank r = 0; r < rt.size; ++r) {
-    if ((all[size_t{r} * kMaxEndpoints].flags & kFailed) != 0) {
-      failed.push_back(std::to_string(r));
+  for (size_t m = 0; m < members.size(); ++m) {
+    if ((all[m * kMaxEndpoints].flags & kFailed) != 0) {
+      failed.push_back(std::to_string(members[m]));
     }
   }
   if (!failed.empty()) {
@@ -103,9 +116,10 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
   // Map the supernode peers' shared segments; record everyone's.
   absl::Status status = absl::OkStatus();
   bool any0 = false;
-  for (Rank r = 0; r < rt.size; ++r) {
+  for (size_t m = 0; m < members.size(); ++m) {
+    const Rank r = members[m];
     for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
-      const Record& rec = all[size_t{r} * kMaxEndpoints + i];
+      const Record& rec = all[m * kMaxEndpoints + i];
       if ((rec.flags & kValid) == 0) break;
       if (rec.ep_index >= kMaxEndpoints) continue;
       if (rec.ep_index == 0) any0 = true;
@@ -135,13 +149,27 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
     }
   }
   // Every peer has mapped what it will: the names can go.
-  rt.bootstrap->Barrier();
+  if (group == nullptr) {
+    rt.bootstrap->Barrier();
+  } else {
+    group->barrier();
+  }
   for (const LocalSegment& s : mine) {
     if (s.object != nullptr) {
       if (absl::Status n = s.object->RemoveName(); !n.ok() && status.ok()) {
         status = n;
       }
     }
+  }
+
+  if (group != nullptr) {
+    // A team's: the conduit's hooks are the job's (see PublishGroup).
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrFormat("PSHM: %s", status.message()));
+    }
+    if (primordial != nullptr) *primordial = any0;
+    return absl::OkStatus();
   }
 
   // The conduit: the first publication of endpoint 0 is its segment attach

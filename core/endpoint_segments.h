@@ -26,6 +26,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -100,6 +101,18 @@ struct LocalSegment {
 absl::StatusOr<pshm::SharedObject> CreateSharedSegment(Runtime& rt, size_t size,
                                                        uint32_t* serial);
 
+// Who takes part in a publication other than the job's: a team's members
+// (job ranks, in the order `allgather` lays out their contributions) and
+// the team's collectives. Such a publication does not reach the conduit
+// (its hooks are collective over the job): it records addresses and maps
+// supernode peers' shared segments only.
+struct PublishGroup {
+  std::vector<Rank> members;
+  // Gathers `bytes` bytes from every member into `out`, in member order.
+  std::function<void(const void* mine, size_t bytes, void* out)> allgather;
+  std::function<void()> barrier;
+};
+
 // Publishes `mine` (endpoint indices distinct, each below kMaxEndpoints)
 // to every rank and records every rank's in rt.endpoint_segments.
 // Collective over the job (every rank calls it, with its own list, maybe
@@ -108,8 +121,10 @@ absl::StatusOr<pshm::SharedObject> CreateSharedSegment(Runtime& rt, size_t size,
 // then returns an error naming the ranks. On success, `primordial` (when
 // not null) tells whether some rank published endpoint 0; the caller
 // then refreshes rt.segments (RefreshPrimordialTable).
+// `group`: null for the whole job (over the bootstrap), else a team's.
 absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
-                             bool local_error, bool* primordial);
+                             bool local_error, bool* primordial,
+                             const PublishGroup* group = nullptr);
 
 // Copies endpoint 0's published segments into rt.segments (the table the
 // RMA engine, the AM router's Long path and the API's checks read).

@@ -411,11 +411,13 @@ extern int gex_EP_Create(gex_EP_t *ep_p, gex_Client_t client,
  * supernode peers. flags must be 0. Misuse is fatal, naming the call. */
 extern void gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment,
                                gex_Flags_t flags);
-/* Collective over tm (the primordial team here): publishes the segments
- * bound to eps[0..num_eps) (an endpoint with none publishes nothing), so
- * that every participant may address them. num_eps may differ by rank.
- * flags must be 0. GASNET_OK, GASNET_ERR_BAD_ARG (on every rank when any
- * rank's arguments were bad) or GASNET_ERR_RESOURCE. */
+/* Collective over tm (the primordial team or a sub-team; a gex_TM_Pair is
+ * refused): publishes the segments bound to eps[0..num_eps) (an endpoint
+ * with none publishes nothing), so that every member may address them.
+ * num_eps may differ by rank. The primordial endpoint's segment is
+ * published over the primordial team. flags must be 0. GASNET_OK,
+ * GASNET_ERR_BAD_ARG (on every member when any member's arguments were
+ * bad) or GASNET_ERR_RESOURCE. */
 extern int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t *eps,
                                       size_t num_eps, gex_Flags_t flags);
 

@@ -32,7 +32,9 @@
  *               to each endpoint index (the allocated segment mapped, and
  *               its owner's bytes read, exactly in the neighbourhood; the
  *               client-memory one by address only; index 3 nowhere) and
- *               a sub-team from gex_TM_Split;
+ *               a sub-team from gex_TM_Split; a publication over the
+ *               sub-team (endpoint 3, known to its members only) and one
+ *               over a pair (refused);
  *               gex_System_QueryProgressThreads (none); Destroy of an
  *               unpublished segment and, after a barrier, of a published
  *               one with GEX_FLAG_GLOBALLY_QUIESCED. Prints
@@ -375,6 +377,41 @@ static void Endpoints(void) {
     CHECK(gex_Segment_QueryBound(sub, i, NULL, NULL, NULL) == 0,
           "QueryBound sub-team rank %u", i);
   }
+  /* A publication over the sub-team: endpoint 3 (created now on every
+   * rank) is known to its members only. A pair takes no collectives. */
+  gex_EP_t ep3 = GEX_EP_INVALID;
+  CHECK(gex_EP_Create(&ep3, g_client, GEX_EP_CAPABILITY_RMA, 0) == GASNET_OK,
+        "ep3");
+  CHECK(gex_EP_QueryIndex(ep3) == 3, "ep3 index %u", gex_EP_QueryIndex(ep3));
+  gex_Segment_t s4 = GEX_SEGMENT_INVALID;
+  CHECK(gex_Segment_Create(&s4, g_client, NULL, 3000, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "s4");
+  for (size_t i = 0; i < 3000; ++i) {
+    ((unsigned char *)gex_Segment_QueryAddr(s4))[i] = Pattern(g_me, 3, i);
+  }
+  gex_EP_BindSegment(ep3, s4, 0);
+  CHECK(gex_EP_PublishBoundSegment(pair1, &ep3, 1, 0) == GASNET_ERR_BAD_ARG,
+        "publish over a pair");
+  ++refused;
+  CHECK(gex_EP_PublishBoundSegment(sub, &ep3, 1, 0) == GASNET_OK,
+        "publish over the sub-team");
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    void *owner = NULL, *local = NULL;
+    uintptr_t sz = 0;
+    const int known =
+        gex_Segment_QueryBound(pair3, r, &owner, &local, &sz) == 0;
+    CHECK(known == (r % 2 == g_me % 2), "(%u, 3) known %d", r, known);
+    if (!known) continue;
+    CHECK(owner != NULL && sz == 3000, "(%u, 3): %p %zu", r, owner, (size_t)sz);
+    CHECK((local != NULL) == InMyNbrhd(r), "(%u, 3): local %p", r, local);
+    for (size_t i = 0; local != NULL && i < 3000; ++i) {
+      CHECK(((unsigned char *)local)[i] == Pattern(r, 3, i),
+            "(%u, 3) byte %zu as mapped here", r, i);
+    }
+  }
+  gex_Coll_BarrierBlocking(sub, 0);
+  gex_Segment_Destroy(s4, GEX_FLAG_GLOBALLY_QUIESCED);
   gex_TM_Destroy(sub, NULL, 0);
 
   unsigned int count = 99;
