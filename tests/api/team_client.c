@@ -18,7 +18,8 @@
  *            ranks (a ring over the team); the handler checks the sender
  *            (job rank in the token) and the receiver's job rank.
  *   pair     gex_TM_Pair(ep, 0): RMA Put and Get and an AM between job
- *            rank neighbours through the pair; its queries.
+ *            rank neighbours through the pair; its queries. Then a Long
+ *            and a Put on a sub-team, to team ranks.
  *   create   gex_TM_Create with explicit members in reverse order (the
  *            even ranks), by parent rank and by job rank, then
  *            collectives on the result.
@@ -336,14 +337,22 @@ static void PairHit(gex_Token_t token) {
   g_pair_hits = g_pair_hits + 1;
 }
 
+static volatile int g_long_hits;
+static void LongHit(gex_Token_t token, void *buf, size_t nbytes) {
+  (void)token;
+  (void)buf;
+  (void)nbytes;
+  g_long_hits = g_long_hits + 1;
+}
+
 static void Pair(void) {
-  gex_AM_Entry_t entry = {0,
-                          (gex_AM_Fn_t)PairHit,
-                          GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST,
-                          0,
-                          NULL,
-                          "pair hit"};
-  CHECK(gex_EP_RegisterHandlers(g_ep, &entry, 1) == GASNET_OK, "register");
+  gex_AM_Entry_t entries[2] = {
+      {0, (gex_AM_Fn_t)PairHit, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0,
+       NULL, "pair hit"},
+      {0, (gex_AM_Fn_t)LongHit, GEX_FLAG_AM_LONG | GEX_FLAG_AM_REQUEST, 0, NULL,
+       "long hit"}};
+  CHECK(gex_EP_RegisterHandlers(g_ep, entries, 2) == GASNET_OK, "register");
+  gex_AM_Entry_t entry = entries[0];
   gex_Segment_t seg;
   CHECK(gex_Segment_Attach(&seg, g_tm, 1 << 16) == GASNET_OK, "attach");
   gex_TM_t pair = gex_TM_Pair(g_ep, 0);
@@ -370,6 +379,33 @@ static void Pair(void) {
   gex_RMA_GetBlocking(pair, &got, peer, remote, sizeof got, 0);
   CHECK(got == v, "get through pair: %llx", (unsigned long long)got);
   g_checks += 3;
+
+  /* A Long and a Put on a sub-team (the parity team, running backwards):
+   * team rank (me + 1) % size, whose segment is that of its job rank. */
+  gex_Rank_t members[64], size;
+  gex_TM_t team = SplitParity(members, &size);
+  const gex_Rank_t tme = gex_TM_QueryRank(team);
+  const gex_Rank_t tpeer = (tme + 1) % size;
+  const gex_Rank_t jpeer = gex_TM_TranslateRankToJobrank(team, tpeer);
+  void *tremote;
+  gex_Event_Wait(
+      gex_EP_QueryBoundSegmentNB(g_tm, jpeer, &tremote, NULL, NULL, 0));
+  mine[1] = mine[2] = 0;
+  gex_Coll_BarrierBlocking(team, 0);
+  const uint64_t lv = 0x5eed00u + g_me;
+  gex_AM_RequestLong0(team, tpeer, entries[1].gex_index, (void *)&lv, sizeof lv,
+                      (uint64_t *)tremote + 1, GEX_EVENT_NOW, 0);
+  gex_RMA_PutBlocking(team, tpeer, (uint64_t *)tremote + 2, (void *)&lv,
+                      sizeof lv, 0);
+  GASNET_BLOCKUNTIL(g_long_hits == 1);
+  gex_Coll_BarrierBlocking(team, 0);
+  const gex_Rank_t jfrom =
+      gex_TM_TranslateRankToJobrank(team, (tme + size - 1) % size);
+  CHECK(mine[1] == 0x5eed00u + jfrom && mine[2] == 0x5eed00u + jfrom,
+        "long / put on the team: %llx %llx, expected from job rank %u",
+        (unsigned long long)mine[1], (unsigned long long)mine[2], jfrom);
+  gex_TM_Destroy(team, NULL, 0);
+  g_checks += 1;
   Finish("pair");
 }
 

@@ -23,7 +23,7 @@ long long ExpectedChecks(const std::string& mode, int n, int r) {
   if (mode == "split") return (r % 3 == 2 || r == 1) ? 6 : 7;
   if (mode == "coll") return (n + 1) / 2;
   if (mode == "am") return 40;
-  if (mode == "pair") return 3;
+  if (mode == "pair") return 4;
   if (mode == "create") return r % 2 == 0 ? 2 : 0;
   if (mode == "legacy") return 2 * (36 * 5 + 3 + 1);
   return -1;
