@@ -26,6 +26,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "am/vocabulary.h"
+#include "base/cpu.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/host_id.h"
@@ -482,6 +483,15 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   sink_ = args.sink;
   others_ = args.others;
   polite_ = args.polite;
+  if (args.waits != nullptr) {
+    waits_ = args.waits;
+  } else {
+    // A conduit built alone (unit tests): its own policy, configured as
+    // the runtime would for one rank.
+    own_waits_.Configure(1, OnlineCpuCount(), args.thread_safe);
+    own_waits_.set_always_yield(args.polite);
+    waits_ = &own_waits_;
+  }
   thread_safe_ = args.thread_safe;
   rank_ = bootstrap_->rank();
   size_ = bootstrap_->size();
@@ -1579,9 +1589,8 @@ bool OfiConduit::TakeCredit(Rank dest, bool immediate) {
   if (credits_->TryAcquire(dest)) return true;
   counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
   if (immediate) return false;
-  PoliteSpinWait spin(polite_);
   do {
-    if (Progress(/*replies_only=*/false) == 0) spin.Pause();
+    WaitRound([&] { return Progress(/*replies_only=*/false); });
   } while (!credits_->TryAcquire(dest));
   return true;
 }
@@ -1701,11 +1710,10 @@ uint64_t OfiConduit::WriteHeader(unsigned char* out, const core::Outbound& m,
 
 OfiConduit::SendBuffer* OfiConduit::TakeSendBuffer(Endpoint ep,
                                                    bool immediate) {
-  PoliteSpinWait spin(polite_);
   SendBuffer* buffer;
   while ((buffer = send_pool_[ep]->Get()) == nullptr) {
     if (immediate) return nullptr;
-    if (Progress(/*replies_only=*/ep == kReplyEp) == 0) spin.Pause();
+    WaitRound([&] { return Progress(/*replies_only=*/ep == kReplyEp); });
   }
   return buffer;
 }
@@ -1806,7 +1814,6 @@ bool OfiConduit::Transmit(Lane& lane, Endpoint ep, Rank dest, const void* msg,
                           bool inject, bool immediate, bool replies_only) {
   const fi_addr_t to = addresses_[2 * static_cast<size_t>(dest) + ep];
   fid_ep* from = lane.ep[ep];
-  PoliteSpinWait spin(polite_);
   for (;;) {
     ssize_t rc;
     {
@@ -1849,7 +1856,7 @@ bool OfiConduit::Transmit(Lane& lane, Endpoint ep, Rank dest, const void* msg,
                   inject ? "fi_inject" : "fi_send", len, dest, FiError(rc));
     }
     if (immediate) return false;
-    if (Progress(replies_only) == 0) spin.Pause();
+    WaitRound([&] { return Progress(replies_only); });
   }
 }
 
@@ -2124,7 +2131,6 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                    immediate, /*replies_only=*/false, rc, lc, bounce, write)) {
     return false;
   }
-  PoliteSpinWait spin(polite_);
   switch (path) {
     case kInject:
       counters_.nb_put_inject.fetch_add(1, std::memory_order_relaxed);
@@ -2135,7 +2141,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
     case kBlock:
       counters_.nb_put_block.fetch_add(1, std::memory_order_relaxed);
       while (!local.Done()) {
-        if (Progress(/*replies_only=*/false) == 0) spin.Pause();
+        WaitRound([&] { return Progress(/*replies_only=*/false); });
       }
       break;
     case kDirect:
@@ -2183,9 +2189,8 @@ bool OfiConduit::WriteLongPayload(Lane& lane, Endpoint ep, Rank dest,
                    })) {
     return false;
   }
-  PoliteSpinWait spin(polite_);
   while (!done.Done()) {
-    if (Progress(replies_only) == 0) spin.Pause();
+    WaitRound([&] { return Progress(replies_only); });
   }
   return true;
 }

@@ -61,6 +61,7 @@
 
 #include "absl/time/time.h"
 #include "am/credits.h"
+#include "base/wait_policy.h"
 #include "conduit/ofi/provider.h"
 #include "conduit/ofi/settings.h"
 #include "core/conduit.h"
@@ -289,6 +290,19 @@ class OfiConduit final : public core::Conduit {
   Settings settings_;
   bool thread_safe_ = false;
   bool polite_ = false;
+  // How this conduit's waits spin or yield (the runtime's policy, which
+  // counts PAR threads in waits; own_waits_ when built alone).
+  WaitPolicy* waits_ = nullptr;
+  WaitPolicy own_waits_;
+
+  // One round of a wait: `poll` runs with this thread counted as waiting,
+  // then the thread pauses as the policy says (spins while the waiting
+  // threads fit the CPUs, yields once they do not).
+  template <typename Poll>
+  void WaitRound(Poll&& poll) {
+    WaitPolicy::Round round(*waits_);
+    round.PauseIfIdle(poll() != 0);
+  }
   Rank rank_ = 0;
   Rank size_ = 0;
   core::Sink sink_;
