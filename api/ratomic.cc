@@ -54,6 +54,8 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+static_assert(_GEX_AD_KEY > (GEX_DT_I32 | GEX_DT_U32 | GEX_DT_I64 | GEX_DT_U64 |
+                             GEX_DT_FLT | GEX_DT_DBL));
 static_assert(GEX_DT_I32 == gexrt::rma::kDtI32 &&
               GEX_DT_U32 == gexrt::rma::kDtU32 &&
               GEX_DT_I64 == gexrt::rma::kDtI64 &&
@@ -72,6 +74,8 @@ static_assert(
     GEX_OP_FXOR == (gexrt::rma::kOpXor << gexrt::rma::kFetchShift));
 
 struct gex_AD_opaque {
+  // Read by gasnet_ratomic.h's inline path: must come first.
+  _gex_AD_Head_t head = {0, 0};
   uint32_t magic = 0;
   gex_TM_t tm = nullptr;
   gex_DT_t dt = 0;
@@ -585,6 +589,8 @@ void gex_AD_Create(gex_AD_t* ad_p, gex_TM_t tm, gex_DT_t dt, gex_OP_t ops,
   ad->flags = flags;
   ad->force_am = gexrt::env::GetBool("GEX_RMA_FORCE_AM", false);
   ad->magic = gexrt::api::kLiveAd;
+  ad->head.ops = ops;
+  ad->head.key = ad->force_am ? 0 : _GEX_AD_KEY | dt;
   // The first domain registers the AM path's handlers everywhere; no rank
   // may send one before every rank has.
   if (gexrt::api::RegisterHandlers(rt)) {
@@ -599,6 +605,7 @@ void gex_AD_Destroy(gex_AD_t ad) {
   // Kept (dead) rather than freed, so a later use of the handle is
   // reported as such; a domain is a few dozen bytes.
   ad->magic = gexrt::api::kDeadAd;
+  ad->head.key = 0;
 }
 
 gex_Flags_t gex_AD_QueryFlags(gex_AD_t ad) {
@@ -627,23 +634,23 @@ void* gex_AD_QueryCData(gex_AD_t ad) {
 }
 
 #define GEX_AD_DEFINE(DT, T)                                                   \
-  gex_Event_t gex_AD_OpNB_##DT(gex_AD_t ad, T* result_p, gex_Rank_t tgt_rank,  \
-                               void* tgt_addr, gex_OP_t opcode, T operand1,    \
-                               T operand2, gex_Flags_t flags) {                \
+  gex_Event_t _gex_AD_OpNB_##DT(gex_AD_t ad, T* result_p, gex_Rank_t tgt_rank, \
+                                void* tgt_addr, gex_OP_t opcode, T operand1,   \
+                                T operand2, gex_Flags_t flags) {               \
     return gexrt::api::OpNB<T>("gex_AD_OpNB_" #DT, GEX_DT_##DT, ad, result_p,  \
                                tgt_rank, tgt_addr, opcode, operand1, operand2, \
                                flags);                                         \
   }                                                                            \
-  int gex_AD_OpNBI_##DT(gex_AD_t ad, T* result_p, gex_Rank_t tgt_rank,         \
-                        void* tgt_addr, gex_OP_t opcode, T operand1,           \
-                        T operand2, gex_Flags_t flags) {                       \
+  int _gex_AD_OpNBI_##DT(gex_AD_t ad, T* result_p, gex_Rank_t tgt_rank,        \
+                         void* tgt_addr, gex_OP_t opcode, T operand1,          \
+                         T operand2, gex_Flags_t flags) {                      \
     return gexrt::api::OpNBI<T>("gex_AD_OpNBI_" #DT, GEX_DT_##DT, ad,          \
                                 result_p, tgt_rank, tgt_addr, opcode,          \
                                 operand1, operand2, flags);                    \
   }                                                                            \
-  int gex_AD_OpBlocking_##DT(gex_AD_t ad, T* result_p, gex_Rank_t tgt_rank,    \
-                             void* tgt_addr, gex_OP_t opcode, T operand1,      \
-                             T operand2, gex_Flags_t flags) {                  \
+  int _gex_AD_OpBlocking_##DT(gex_AD_t ad, T* result_p, gex_Rank_t tgt_rank,   \
+                              void* tgt_addr, gex_OP_t opcode, T operand1,     \
+                              T operand2, gex_Flags_t flags) {                 \
     return gexrt::api::OpBlocking<T>("gex_AD_OpBlocking_" #DT, GEX_DT_##DT,    \
                                      ad, result_p, tgt_rank, tgt_addr, opcode, \
                                      operand1, operand2, flags);               \
