@@ -2,7 +2,10 @@
 // gex_AD_Op{NB,NBI,Blocking}_<T> calls, over rma/atomic.h's CPU
 // implementation.
 //
-// Two ways to a target, chosen per operation:
+// gasnet_ratomic.h's calls are inline and do the direct path themselves for
+// integer types and the opcodes the CPU has (no locality flag, not a debug
+// build); the rest comes here (_gex_AD_Op*): every check, and the same two
+// ways. Two ways to a target, chosen per operation:
 //   direct  the target's segment is mapped here (this rank's own, or a
 //           supernode peer's through PSHM): rma::AtomicApply on the mapped
 //           address, done when the call returns (NB: GEX_EVENT_INVALID);
