@@ -12,7 +12,6 @@
 
 #include "api/runtime.h"
 #include "gasnetex.h"
-#include "pshm/shared_object.h"
 
 namespace gexrt::api {
 
@@ -33,7 +32,7 @@ struct SegmentRecord {
   gex_MK_t kind = GEX_MK_HOST;
   // A segment GASNet allocated: the shared object holding it (so that
   // supernode peers can map it). Empty for client memory.
-  std::optional<pshm::SharedObject> object;
+  std::optional<core::SegmentObject> object;
   uint32_t serial = 0;
   gex_EP_t bound_to = nullptr;
   bool published = false;  // While bound to `bound_to`.

@@ -136,7 +136,7 @@ int gex_Segment_Create(gex_Segment_t* segment_p, gex_Client_t client,
   record->segment.size = length;
   record->kind = kind;
   if (address == nullptr) {
-    absl::StatusOr<gexrt::pshm::SharedObject> object =
+    absl::StatusOr<gexrt::core::SegmentObject> object =
         gexrt::core::CreateSharedSegment(rt, length, &record->serial);
     if (!object.ok()) {
       return ReportError(kCall, GASNET_ERR_RESOURCE,

@@ -95,6 +95,11 @@ struct LocalSegment {
   uint32_t serial = 0;  // The object's serial (ObjectName).
 };
 
+// The memory of a segment this runtime allocated (a PSHM shared object,
+// so supernode peers can map it): the name api/ holds it by, which keeps
+// api/ off pshm/ (tools/check_seam.sh).
+using SegmentObject = pshm::SharedObject;
+
 // Creates a shared object of `size` bytes (rounded up to whole pages) for
 // a segment GASNet allocates; `serial` receives the serial it was given.
 // Not collective.
