@@ -193,8 +193,8 @@ gex_Event_t gex_EP_QueryBoundSegmentNB(gex_TM_t tm, gex_Rank_t rank,
   Runtime& rt = RuntimeFor(kCall);
   if (tm != &rt.tm) {
     // A sub-team's or a gex_TM_Pair's endpoint (api/segment.cc).
-    if (!gexrt::api::BoundSegment(kCall, rt, tm, rank, owneraddr_p,
-                                  localaddr_p, size_p)) {
+    if (!gexrt::api::BoundSegment(kCall, rt, tm, rank, owneraddr_p, localaddr_p,
+                                  size_p)) {
       const gex_EP_Location_t loc =
           gexrt::api::LocateEndpoint(kCall, rt, tm, rank);
       gexrt::FatalErrorF(
