@@ -45,6 +45,7 @@
 #include "am/token.h"
 #include "api/event.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "core/router.h"
@@ -87,6 +88,9 @@ struct gex_AD_opaque {
   const void* cdata = nullptr;
   // GEX_RMA_FORCE_AM=1: every operation over Active Messages.
   bool force_am = false;
+  // Over a sub-team (gex_TM_Split/Create): tgt_rank is translated to a job
+  // rank out of line, so the header's inline path is off (head.key 0).
+  bool subteam = false;
 };
 
 namespace gexrt::api {
@@ -417,11 +421,16 @@ struct Route {
 
 // The checks every operation makes, and where it goes. The quick tests are
 // single compares; any failure goes to BadOp for the message.
+// A sub-team domain's `rank` becomes a job rank here (out of line).
 inline Route Check(const char* call, gex_AD_t ad, uint32_t dt,
-                   const void* result_p, gex_Rank_t rank, void* tgt_addr,
+                   const void* result_p, gex_Rank_t& rank, void* tgt_addr,
                    gex_OP_t opcode, gex_Flags_t flags) {
   CheckAd(call, ad);
   Runtime* rt = g_runtime;
+  if (ABSL_PREDICT_FALSE(ad->subteam) &&
+      (flags & GEX_FLAG_RANK_IS_JOBRANK) == 0) {
+    rank = SubteamJobRank(call, ad->tm, rank);
+  }
   const size_t size = rma::DtSize(dt);
   const auto a = reinterpret_cast<uintptr_t>(tgt_addr);
   if (ABSL_PREDICT_FALSE(
@@ -553,10 +562,11 @@ void gex_AD_Create(gex_AD_t* ad_p, gex_TM_t tm, gex_DT_t dt, gex_OP_t ops,
   static constexpr char kCall[] = "gex_AD_Create";
   Runtime& rt = RuntimeFor(kCall);
   if (ad_p == nullptr) FatalErrorF("%s: ad_p is NULL", kCall);
-  if (tm != &rt.tm) {
-    FatalErrorF("%s: tm %s is not this client's team", kCall,
-                tm == nullptr ? std::string("NULL")
-                              : absl::StrFormat("%p", static_cast<void*>(tm)));
+  const bool subteam = tm != &rt.tm;
+  if (subteam) {
+    // A live sub-team (fatal otherwise, naming the call); a pair takes no
+    // collectives, so it cannot create a domain.
+    (void)gexrt::api::CollTeam(kCall, tm);
   }
   if (gexrt::rma::DtSize(dt) == 0) {
     FatalErrorF("%s: dt 0x%x is not one of GEX_DT_I32, U32, I64, U64, FLT, DBL",
@@ -593,12 +603,15 @@ void gex_AD_Create(gex_AD_t* ad_p, gex_TM_t tm, gex_DT_t dt, gex_OP_t ops,
   ad->force_am = gexrt::env::GetBool("GEX_RMA_FORCE_AM", false);
   ad->magic = gexrt::api::kLiveAd;
   ad->head.ops = ops;
-  ad->head.key = ad->force_am ? 0 : _GEX_AD_KEY | dt;
-  // The first domain registers the AM path's handlers everywhere; no rank
-  // may send one before every rank has.
-  if (gexrt::api::RegisterHandlers(rt)) {
-    gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
-  }
+  ad->subteam = subteam;
+  ad->head.key = ad->force_am || subteam ? 0 : _GEX_AD_KEY | dt;
+  // The AM path's handlers are registered by a rank's first domain, and no
+  // member may send one before every member has. Which domain is a rank's
+  // first differs between members once sub-teams have domains of their
+  // own, so every creation ends in a barrier of the team (creation is
+  // collective and rare; the operations are what must be fast).
+  gexrt::api::RegisterHandlers(rt);
+  gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
   *ad_p = ad;
 }
 

@@ -54,6 +54,7 @@
 #include "am/invoke.h"
 #include "am/token.h"
 #include "api/runtime.h"
+#include "api/team.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "core/router.h"
@@ -274,14 +275,12 @@ void PeerHandler(void* token, void* buf, size_t nbytes, int32_t index) {
 // ---------------------------------------------------------------------------
 // Checks.
 
-Runtime& CheckCall(const char* call, gex_TM_t tm, gex_Rank_t rank,
+// A sub-team's or pair's `rank` becomes a job rank here (out of line; a
+// tm that is no team is fatal there, naming the call).
+Runtime& CheckCall(const char* call, gex_TM_t tm, gex_Rank_t& rank,
                    gex_Flags_t flags, bool put) {
   Runtime& rt = RuntimeFor(call);
-  if (ABSL_PREDICT_FALSE(tm != &rt.tm)) {
-    FatalErrorF("%s: tm %s is not this client's team", call,
-                tm == nullptr ? std::string("NULL")
-                              : absl::StrFormat("%p", static_cast<void*>(tm)));
-  }
+  if (ABSL_PREDICT_FALSE(tm != &rt.tm)) rank = SubteamJobRank(call, tm, rank);
   if (ABSL_PREDICT_FALSE(am::HandlerContext::InHandler())) {
     FatalErrorF(
         "%s: called from an AM handler (handlers may not initiate "

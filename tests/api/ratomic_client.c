@@ -38,6 +38,11 @@
  *          release) K times around a plain increment of a U64 cell it
  *          reaches with GET/SET under the lock. Rank 0 checks the counter
  *          is n*K, and the lock's cell n*K. Prints "rank R: cas ok".
+ *   subteam  A domain over a parity sub-team whose order runs backwards:
+ *          every member adds 1 to every member's counter by team rank and
+ *          2 by job rank (GEX_FLAG_RANK_IS_JOBRANK), K times; each checks
+ *          its own counter is 3*size*K. Prints "rank R: subteam ok ops=K
+ *          size=S".
  *
  * Misuse modes (2 ranks, rank 0 errs; the job must die with a fatal error
  * naming the call; a rank that gets past the mistake prints
@@ -524,6 +529,65 @@ static void Cas(void) {
 }
 
 /* ------------------------------------------------------------------------
+ * subteam: a domain over a sub-team. The parity teams run backwards (key:
+ * minus the job rank), so team rank r is job rank members[r], and an
+ * operation that went to job rank r instead would land on the wrong cell.
+ * Every member adds to every member's counter by team rank, and once more
+ * by job rank (GEX_FLAG_RANK_IS_JOBRANK); each rank then reads its own. */
+
+enum { kSubteamRounds = 50 };
+
+static void Subteam(void) {
+  gex_TM_t team = GEX_TM_INVALID;
+  gex_TM_Split(&team, g_tm, (int)(g_me % 2), -(int)g_me, NULL, 0,
+               GEX_FLAG_TM_NO_SCRATCH);
+  CHECK(team != GEX_TM_INVALID, "gex_TM_Split");
+  gex_Rank_t members[64], size = 0;
+  for (gex_Rank_t j = g_n; j-- > 0;) {
+    if (j % 2 == g_me % 2) members[size++] = j;
+  }
+  CHECK(gex_TM_QuerySize(team) == size, "team size %u, expected %u",
+        gex_TM_QuerySize(team), size);
+  gex_AD_t ad;
+  gex_AD_Create(&ad, team, GEX_DT_U64, GEX_OP_FADD | GEX_OP_ADD | GEX_OP_GET,
+                0);
+  CHECK(gex_AD_QueryTM(ad) == team, "gex_AD_QueryTM");
+  /* Cell 7 of the shared area: every rank's, zero so far. */
+  for (int k = 0; k < kSubteamRounds; ++k) {
+    for (gex_Rank_t r = 0; r < size; ++r) {
+      const gex_Rank_t job = members[r];
+      uint64_t old = 0;
+      CHECK(gex_AD_OpBlocking_U64(ad, &old, r, Cell(job, g_n, 7), GEX_OP_FADD,
+                                  1, 0, 0) == 0,
+            "FADD to team rank %u", r);
+      CHECK(gex_AD_OpNBI_U64(ad, NULL, job, Cell(job, g_n, 7), GEX_OP_ADD, 2, 0,
+                             GEX_FLAG_RANK_IS_JOBRANK) == 0,
+            "ADD to job rank %u", job);
+      ++g_ops;
+    }
+  }
+  gex_NBI_Wait(GEX_EC_ALL, 0);
+  gex_Coll_BarrierBlocking(team, 0);
+  /* Team rank of this rank: where it sits in members. */
+  gex_Rank_t mine = size;
+  for (gex_Rank_t r = 0; r < size; ++r) {
+    if (members[r] == g_me) mine = r;
+  }
+  CHECK(mine == gex_TM_QueryRank(team), "team rank %u, expected %u",
+        gex_TM_QueryRank(team), mine);
+  uint64_t v = 0;
+  gex_AD_OpBlocking_U64(ad, &v, mine, Cell(g_me, g_n, 7), GEX_OP_GET, 0, 0, 0);
+  CHECK(v == 3ull * size * kSubteamRounds, "own counter %llu, expected %llu",
+        (unsigned long long)v, 3ull * size * kSubteamRounds);
+  gex_Coll_BarrierBlocking(team, 0);
+  gex_AD_Destroy(ad);
+  gex_TM_Destroy(team, NULL, 0);
+  char line[96];
+  snprintf(line, sizeof line, "subteam ok ops=%ld size=%u", g_ops, size);
+  Finish(line);
+}
+
+/* ------------------------------------------------------------------------
  * Misuse. */
 
 static void Survived(const char *mode) {
@@ -598,6 +662,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "ops") == 0) Ops();
   if (strcmp(mode, "sum") == 0) Sum();
   if (strcmp(mode, "cas") == 0) Cas();
+  if (strcmp(mode, "subteam") == 0) Subteam();
   Misuse(mode);
   return 0;
 }

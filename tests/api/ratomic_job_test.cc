@@ -73,6 +73,32 @@ INSTANTIATE_TEST_SUITE_P(
                              PathName(std::get<2>(info.param)));
     });
 
+// A domain over a sub-team whose ranks run backwards: operations address
+// team ranks (and job ranks with GEX_FLAG_RANK_IS_JOBRANK).
+class RatomicSubteamJobTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(RatomicSubteamJobTest, TeamRanksReachTheirMembers) {
+  if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
+  const auto& [n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("ratomic_client", n, {"subteam"}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "subteam ok")) {
+    const long long size = (n + (rank % 2 == 0 ? 1 : 0)) / 2;
+    EXPECT_EQ(Field(line, "size"), size) << line;
+    EXPECT_EQ(Field(line, "ops"), 50 * size) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksPaths, RatomicSubteamJobTest,
+                         ::testing::Combine(::testing::Values(1, 3, 4),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "n%d_%s", std::get<0>(info.param),
+                               PathName(std::get<1>(info.param)));
+                         });
+
 // ---------------------------------------------------------------------------
 // PAR: every thread of every rank updates every rank's counters.
 

@@ -46,6 +46,10 @@
  *           must have started nothing and is retried without the flag;
  *           every round's data is checked. Prints "rank R: immediate ok
  *           noops=K".
+ *   subteam VIS over a parity sub-team whose order runs backwards, by team
+ *           rank: a Vector Put, a Strided Get and an Indexed Get to every
+ *           member, each checked; then what each member put here. Prints
+ *           "rank R: subteam ok ops=K size=S".
  *
  * Misuse modes (2 ranks, rank 0 errs; the job must die with a fatal error
  * naming the call; a rank that gets past the mistake prints
@@ -771,6 +775,79 @@ static void Immediate(void) {
 }
 
 /* ------------------------------------------------------------------------
+ * subteam: VIS over a sub-team whose order runs backwards (parity teams,
+ * key minus the job rank), so team rank r is job rank members[r]. Every
+ * member Vector-Puts its value into its area at every member (by team
+ * rank), Strided-Gets that member's pattern back and Indexed-Gets its own
+ * area there; after a team barrier each checks what landed in its own
+ * segment came from each member. */
+
+static void Subteam(void) {
+  gex_TM_t team = GEX_TM_INVALID;
+  gex_TM_Split(&team, g_tm, (int)(g_me % 2), -(int)g_me, NULL, 0,
+               GEX_FLAG_TM_NO_SCRATCH);
+  CHECK(team != GEX_TM_INVALID, "gex_TM_Split");
+  gex_Rank_t members[64], size = 0;
+  for (gex_Rank_t j = g_n; j-- > 0;) {
+    if (j % 2 == g_me % 2) members[size++] = j;
+  }
+  enum { kLen = 4096, kRows = 8, kRow = 64 };
+  static unsigned char src[kLen], got[kLen];
+  memset(src, (int)(g_me + 1), kLen);
+  long ops = 0;
+  for (gex_Rank_t r = 0; r < size; ++r) {
+    const gex_Rank_t job = members[r];
+    unsigned char *dst = Area(job, g_me);
+    gex_Memvec_t d[2] = {{dst, kLen / 2}, {dst + kLen, kLen / 2}};
+    gex_Memvec_t sv[1] = {{src, kLen}};
+    CHECK(gex_VIS_VectorPutBlocking(team, r, 2, d, 1, sv, 0) == 0,
+          "VectorPut to team rank %u", r);
+    /* kRows rows of kRow bytes, every other row of the pattern area. */
+    const size_t count[2] = {kRow, kRows};
+    const ptrdiff_t remote_strides[2] = {1, 2 * kRow};
+    const ptrdiff_t local_strides[2] = {1, kRow};
+    memset(got, 0, kLen);
+    gex_Event_Wait(gex_VIS_StridedGetNB(team, got, local_strides, r,
+                                        PatternArea(job), remote_strides, 1,
+                                        count, 2, 0));
+    for (size_t row = 0; row < kRows; ++row) {
+      for (size_t i = 0; i < kRow; ++i) {
+        CHECK(got[row * kRow + i] == Pattern(job, 2 * kRow * row + i),
+              "StridedGet from team rank %u (job rank %u): row %zu byte %zu", r,
+              job, row, i);
+      }
+    }
+    void *remote[2] = {dst + kLen, dst};
+    void *local[1] = {got};
+    memset(got, 0, kLen);
+    CHECK(gex_VIS_IndexedGetNBI(team, 1, local, kLen, r, 2, remote, kLen / 2,
+                                0) == 0,
+          "IndexedGet");
+    gex_NBI_Wait(GEX_EC_GET, 0);
+    for (size_t i = 0; i < kLen; ++i) {
+      CHECK(got[i] == (unsigned char)(g_me + 1),
+            "IndexedGet from team rank %u (job rank %u): byte %zu is %u", r,
+            job, i, got[i]);
+    }
+    ops += 3;
+  }
+  gex_Coll_BarrierBlocking(team, 0);
+  for (gex_Rank_t r = 0; r < size; ++r) {
+    const unsigned char *a = g_mine + (size_t)members[r] * kArea;
+    for (size_t i = 0; i < kLen / 2; ++i) {
+      CHECK(a[i] == (unsigned char)(members[r] + 1) &&
+                a[kLen + i] == (unsigned char)(members[r] + 1),
+            "what job rank %u put here: byte %zu", members[r], i);
+    }
+  }
+  gex_Coll_BarrierBlocking(team, 0);
+  gex_TM_Destroy(team, NULL, 0);
+  char line[96];
+  snprintf(line, sizeof line, "subteam ok ops=%ld size=%u", ops, size);
+  Finish(line);
+}
+
+/* ------------------------------------------------------------------------
  * Misuse. */
 
 static void Misuse(const char *mode) {
@@ -818,6 +895,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "shapes") == 0) Shapes();
   if (strcmp(mode, "peer") == 0) Peer();
   if (strcmp(mode, "immediate") == 0) Immediate();
+  if (strcmp(mode, "subteam") == 0) Subteam();
   Misuse(mode);
   return 0;
 }

@@ -57,6 +57,31 @@ INSTANTIATE_TEST_SUITE_P(
                              PathName(std::get<2>(info.param)));
     });
 
+// VIS over a sub-team whose ranks run backwards: the calls address team
+// ranks.
+class VisSubteamJobTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(VisSubteamJobTest, TeamRanksReachTheirMembers) {
+  const auto& [n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("vis_client", n, {"subteam"}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, "subteam ok")) {
+    const long long size = (n + (rank % 2 == 0 ? 1 : 0)) / 2;
+    EXPECT_EQ(Field(line, "size"), size) << line;
+    EXPECT_EQ(Field(line, "ops"), 3 * size) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksPaths, VisSubteamJobTest,
+                         ::testing::Combine(::testing::Values(1, 3, 4),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "n%d_%s", std::get<0>(info.param),
+                               PathName(std::get<1>(info.param)));
+                         });
+
 // ---------------------------------------------------------------------------
 // PAR: 4 threads a rank, each with its own NBI counters and peer completion.
 
