@@ -4,6 +4,7 @@
 
 #include "base/fatal.h"
 #include "bootstrap/launcher_bootstrap.h"
+#include "bootstrap/pmix_bootstrap.h"
 #include "bootstrap/singleton_bootstrap.h"
 
 namespace gexrt {
@@ -14,11 +15,13 @@ std::unique_ptr<Bootstrap> CreateBootstrap() {
     if (!b.ok()) FatalErrorF("%s", b.status().message());
     return *std::move(b);
   }
-  if (std::getenv("PMIX_RANK") != nullptr) {
-    FatalError(
-        "this process was started by a PMIx launcher, but PMIx bootstrap is "
-        "not available in this build yet; start it with gasnetrun_<conduit> "
-        "(fork or ssh spawner)");
+  // After the launcher's channel: a gasnetrun started inside an srun or
+  // mpirun job hands its ranks that job's PMIX_* variables too, but the
+  // channel is this process's own.
+  if (PmixBootstrap::Present()) {
+    auto b = PmixBootstrap::Create();
+    if (!b.ok()) FatalErrorF("%s", b.status().message());
+    return *std::move(b);
   }
   return std::make_unique<SingletonBootstrap>();
 }

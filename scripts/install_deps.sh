@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libfabric-dev libfabric-bin libucx-dev ucx-utils
   libibverbs-dev ibverbs-utils libpmix-dev
+  openmpi-bin slurmctld slurmd slurm-client munge
   iproute2 util-linux procps python3
 )
 

@@ -1,0 +1,609 @@
+#include "bootstrap/pmix_bootstrap.h"
+
+#include <pmix.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/fatal.h"
+#include "base/host_id.h"
+#include "base/job_rank.h"
+#include "base/string_view.h"
+#include "bootstrap/bootstrap_timeout.h"
+
+namespace gexrt {
+namespace {
+
+// The live instance, for the fatal-error hook (one per process).
+std::atomic<PmixBootstrap*> g_instance{nullptr};
+
+void AbortJobOnFatal() {
+  if (PmixBootstrap* b = g_instance.exchange(nullptr)) b->AbortFromFatal();
+  std::abort();
+}
+
+// The collectives' kinds, carried in every contribution's header.
+enum Op : uint8_t { kAllgather = 1, kAlltoall = 2, kBroadcast = 3 };
+
+const char* OpName(uint8_t op) {
+  switch (op) {
+    case kAllgather:
+      return "allgather";
+    case kAlltoall:
+      return "alltoall";
+    case kBroadcast:
+      return "broadcast";
+    default:
+      return "unknown collective";
+  }
+}
+
+// Header of every contribution: sequence number, kind, length per rank.
+constexpr size_t kHeaderBytes = 4 + 1 + 8;
+
+std::string_view PmixError(pmix_status_t s) { return PMIx_Error_string(s); }
+
+// One outstanding non-blocking PMIx call. Completed by PMIx's progress
+// thread; waited for with a deadline. A wait that runs out is followed by
+// a fatal error, so a late callback may still touch it: it is then leaked
+// on purpose rather than freed under the callback's feet.
+struct Pending {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  pmix_status_t status = PMIX_SUCCESS;
+  pmix_data_type_t type = PMIX_UNDEF;
+  std::string bytes;    // PMIX_BYTE_OBJECT or PMIX_STRING value.
+  uint64_t number = 0;  // Integer value.
+
+  void Complete(pmix_status_t s) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = s;
+    done = true;
+    cv.notify_all();
+  }
+  bool WaitUntil(absl::Time deadline) {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration()) return false;
+      cv.wait_for(lock, absl::ToChronoNanoseconds(left));
+    }
+    return true;
+  }
+};
+
+void OnOpDone(pmix_status_t status, void* cbdata) {
+  static_cast<Pending*>(cbdata)->Complete(status);
+}
+
+// The library keeps ownership of `kv` (it releases it once this returns),
+// so the value is copied out.
+void OnValue(pmix_status_t status, pmix_value_t* kv, void* cbdata) {
+  auto* p = static_cast<Pending*>(cbdata);
+  if (status == PMIX_SUCCESS && kv != nullptr) {
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->type = kv->type;
+    switch (kv->type) {
+      case PMIX_BYTE_OBJECT:
+        if (kv->data.bo.size > 0) {
+          p->bytes.assign(kv->data.bo.bytes, kv->data.bo.size);
+        }
+        break;
+      case PMIX_STRING:
+        if (kv->data.string != nullptr) p->bytes = kv->data.string;
+        break;
+      case PMIX_UINT8:
+        p->number = kv->data.uint8;
+        break;
+      case PMIX_UINT16:
+        p->number = kv->data.uint16;
+        break;
+      case PMIX_UINT32:
+        p->number = kv->data.uint32;
+        break;
+      case PMIX_UINT64:
+        p->number = kv->data.uint64;
+        break;
+      case PMIX_INT:
+        p->number = static_cast<uint64_t>(kv->data.integer);
+        break;
+      case PMIX_PROC_RANK:
+        p->number = kv->data.rank;
+        break;
+      default:
+        break;
+    }
+  }
+  p->Complete(status == PMIX_SUCCESS && kv == nullptr ? PMIX_ERR_NOT_FOUND
+                                                      : status);
+}
+
+// Runs `body` (a blocking call PMIx offers no non-blocking form of) while
+// a watchdog thread ends the process with `what_failed` if it has not
+// returned by the deadline.
+template <typename Body>
+void Bounded(absl::Duration timeout, const std::string& what_failed,
+             Body body) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                     [&] { return finished; })) {
+      FatalErrorF("%s within %s", what_failed, absl::FormatDuration(timeout));
+    }
+  });
+  body();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+}
+
+std::string LauncherName() {
+  if (std::getenv("SLURM_STEP_ID") != nullptr ||
+      std::getenv("SLURM_JOB_ID") != nullptr) {
+    return "srun";
+  }
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+      std::getenv("OMPI_MCA_ess") != nullptr) {
+    return "mpirun";
+  }
+  return "the PMIx launcher";
+}
+
+// The PMIX_INFO array for a request: the server is asked to give up at
+// the same bound we wait for, so a timed-out operation is cleaned up there.
+struct InfoArray {
+  pmix_info_t info[3];
+  size_t n = 0;
+  InfoArray() { std::memset(info, 0, sizeof info); }
+  ~InfoArray() {
+    for (size_t i = 0; i < n; ++i) PMIX_INFO_DESTRUCT(&info[i]);
+  }
+  void Bool(const char* key, bool v) {
+    PMIx_Info_load(&info[n++], key, &v, PMIX_BOOL);
+  }
+  void Int(const char* key, int v) {
+    PMIx_Info_load(&info[n++], key, &v, PMIX_INT);
+  }
+};
+
+int TimeoutSeconds(absl::Duration d) {
+  const int64_t s = absl::ToInt64Seconds(absl::Ceil(d, absl::Seconds(1)));
+  return s > INT32_MAX ? INT32_MAX : static_cast<int>(std::max<int64_t>(s, 1));
+}
+
+std::vector<Rank> ParseRankList(std::string_view list) {
+  std::vector<Rank> ranks;
+  for (absl::string_view part :
+       absl::StrSplit(ToAbsl(list), ',', absl::SkipEmpty())) {
+    uint32_t r = 0;
+    if (absl::SimpleAtoi(part, &r)) ranks.push_back(r);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+constexpr char kHostIdKey[] = "gex.hostid";
+
+}  // namespace
+
+bool PmixBootstrap::Present() {
+  return std::getenv("PMIX_RANK") != nullptr ||
+         std::getenv("PMIX_NAMESPACE") != nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
+  std::unique_ptr<PmixBootstrap> b(new PmixBootstrap());
+  b->timeout_ = BootstrapTimeoutFromEnv();
+  b->launcher_ = LauncherName();
+  pmix_proc_t me;
+  std::memset(&me, 0, sizeof me);
+  pmix_status_t rc = PMIX_SUCCESS;
+  Bounded(b->timeout_,
+          absl::StrFormat("bootstrap: PMIx_Init: no answer from the PMIx "
+                          "server (%s)",
+                          b->launcher_),
+          [&] { rc = PMIx_Init(&me, nullptr, 0); });
+  // Without a server, PMIx 4 may still "succeed" as a singleton in a
+  // namespace of its own making; a process the environment says was
+  // launched must have reached the server it names.
+  const char* env_nspace = std::getenv("PMIX_NAMESPACE");
+  const bool has_server = std::getenv("PMIX_SERVER_URI41") != nullptr ||
+                          std::getenv("PMIX_SERVER_URI4") != nullptr ||
+                          std::getenv("PMIX_SERVER_URI3") != nullptr ||
+                          std::getenv("PMIX_SERVER_URI21") != nullptr ||
+                          std::getenv("PMIX_SERVER_URI2") != nullptr;
+  if (rc != PMIX_SUCCESS || !has_server ||
+      (env_nspace != nullptr && std::strcmp(env_nspace, me.nspace) != 0)) {
+    if (rc == PMIX_SUCCESS) PMIx_Finalize(nullptr, 0);
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "this process has PMIx variables in its environment (PMIX_RANK=%s, "
+        "PMIX_NAMESPACE=%s) but no PMIx server answered PMIx_Init (%s); "
+        "start it with `srun --mpi=pmix`, `mpirun`, or gasnetrun_<conduit> "
+        "-spawner=pmi, or unset the PMIX_* variables to run it alone",
+        std::getenv("PMIX_RANK") ? std::getenv("PMIX_RANK") : "",
+        env_nspace != nullptr ? env_nspace : "",
+        rc != PMIX_SUCCESS ? PmixError(rc)
+                           : std::string_view("no server address given")));
+  }
+  b->nspace_ = me.nspace;
+  b->rank_ = me.rank;
+  SetJobRank(static_cast<int>(b->rank_));
+
+  pmix_proc_t job;
+  PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+  auto get_number = [&](const pmix_proc_t& who, const char* key, bool required,
+                        uint64_t* out) -> absl::Status {
+    Pending* p = new Pending();
+    InfoArray info;
+    info.Bool(PMIX_OPTIONAL, true);  // job facts are local after init
+    pmix_status_t s = PMIx_Get_nb(&who, key, info.info, info.n, &OnValue, p);
+    if (s != PMIX_SUCCESS) {
+      delete p;
+      if (!required) return absl::OkStatus();
+      return absl::InternalError(
+          absl::StrFormat("PMIx_Get(%s): %s", key, PmixError(s)));
+    }
+    if (!p->WaitUntil(absl::Now() + b->timeout_)) {
+      FatalErrorF(
+          "bootstrap: PMIx_Get(%s): no answer from the PMIx server "
+          "(%s) within %s",
+          key, b->launcher_, absl::FormatDuration(b->timeout_));
+    }
+    absl::Status result = absl::OkStatus();
+    if (p->status == PMIX_SUCCESS) {
+      *out = p->number;
+    } else if (required) {
+      result = absl::InternalError(
+          absl::StrFormat("PMIx_Get(%s): %s", key, PmixError(p->status)));
+    }
+    delete p;
+    return result;
+  };
+  uint64_t size = 0;
+  if (absl::Status s = get_number(job, PMIX_JOB_SIZE, true, &size); !s.ok()) {
+    PMIx_Finalize(nullptr, 0);
+    return s;
+  }
+  if (size < 1 || size > UINT32_MAX - 1 || b->rank_ >= size) {
+    PMIx_Finalize(nullptr, 0);
+    return absl::InternalError(absl::StrFormat(
+        "PMIx says this is rank %d of a job of %d", b->rank_, size));
+  }
+  b->size_ = static_cast<Rank>(size);
+
+  // The node facts: optional (a server may not give them), used only for
+  // the cross-check and messages.
+  uint64_t v = 0;
+  if (get_number(me, PMIX_NODEID, false, &v).ok()) b->node_.node_id = v;
+  v = 0;
+  if (get_number(me, PMIX_LOCAL_RANK, false, &v).ok()) b->node_.local_rank = v;
+  v = 0;
+  if (get_number(job, PMIX_LOCAL_SIZE, false, &v).ok()) b->node_.local_size = v;
+  for (const bool hostname : {true, false}) {
+    pmix_value_t* val = nullptr;
+    InfoArray info;
+    info.Bool(PMIX_OPTIONAL, true);
+    if (PMIx_Get(hostname ? &me : &job,
+                 hostname ? PMIX_HOSTNAME : PMIX_LOCAL_PEERS, info.info, info.n,
+                 &val) == PMIX_SUCCESS &&
+        val != nullptr) {
+      if (val->type == PMIX_STRING && val->data.string != nullptr) {
+        if (hostname) {
+          b->node_.hostname = val->data.string;
+        } else {
+          b->node_.local_peers = ParseRankList(val->data.string);
+        }
+      }
+      PMIX_VALUE_RELEASE(val);
+    }
+  }
+
+  // This rank's host id travels with the first committed data, for the
+  // node-map cross-check at the first Allgather.
+  const uint64_t host_id = HostId();
+  pmix_value_t hv;
+  PMIx_Value_load(&hv, &host_id, PMIX_UINT64);
+  PMIx_Put(PMIX_GLOBAL, kHostIdKey, &hv);
+  PMIx_Value_destruct(&hv);
+
+  g_instance.store(b.get());
+  SetFatalExitHook(&AbortJobOnFatal);
+  return b;
+}
+
+PmixBootstrap::~PmixBootstrap() {
+  PmixBootstrap* self = this;
+  g_instance.compare_exchange_strong(self, nullptr);
+}
+
+void PmixBootstrap::AbortFromFatal() {
+  if (finalized_) return;
+  // PMIx_Abort waits for the server, which kills every rank of the job
+  // (this one included); if it returns, the caller aborts anyway.
+  PMIx_Abort(1, "fatal error (see the rank's message above)", nullptr, 0);
+}
+
+void PmixBootstrap::CheckOpen(std::string_view call) const {
+  if (finalized_)
+    FatalErrorF("bootstrap %s called after Bootstrap::Fini", call);
+}
+
+std::string PmixBootstrap::Header(uint32_t seq, uint8_t op,
+                                  uint64_t len) const {
+  std::string h(kHeaderBytes, '\0');
+  std::memcpy(h.data(), &seq, 4);
+  h[4] = static_cast<char>(op);
+  std::memcpy(h.data() + 5, &len, 8);
+  return h;
+}
+
+std::string_view PmixBootstrap::Payload(std::string_view call, uint32_t seq,
+                                        Rank peer, std::string_view blob,
+                                        uint8_t op, uint64_t len) const {
+  if (blob.size() < kHeaderBytes) {
+    FatalErrorF("bootstrap %s #%d: rank %d's contribution is malformed", call,
+                seq, peer);
+  }
+  uint32_t their_seq = 0;
+  uint64_t their_len = 0;
+  std::memcpy(&their_seq, blob.data(), 4);
+  const uint8_t their_op = static_cast<uint8_t>(blob[4]);
+  std::memcpy(&their_len, blob.data() + 5, 8);
+  if (their_seq != seq || their_op != op) {
+    FatalErrorF("bootstrap %s #%d: rank %d called %s #%d instead", call, seq,
+                peer, OpName(their_op), their_seq);
+  }
+  if (their_len != len) {
+    FatalErrorF("bootstrap %s #%d: rank %d passed %d bytes, this rank %d", call,
+                seq, peer, their_len, len);
+  }
+  return blob.substr(kHeaderBytes);
+}
+
+void PmixBootstrap::PutCommit(std::string_view call, const std::string& key,
+                              std::string value) {
+  pmix_byte_object_t bo;
+  bo.bytes = value.data();
+  bo.size = value.size();
+  pmix_value_t v;
+  // PMIx_Value_load copies the bytes.
+  PMIx_Value_load(&v, &bo, PMIX_BYTE_OBJECT);
+  pmix_status_t s = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v);
+  PMIx_Value_destruct(&v);
+  if (s == PMIX_SUCCESS) s = PMIx_Commit();
+  if (s != PMIX_SUCCESS) {
+    FatalErrorF("bootstrap %s: PMIx_Put/Commit(%s): %s", call, key,
+                PmixError(s));
+  }
+}
+
+void PmixBootstrap::Fence(std::string_view call, uint32_t seq, bool collect) {
+  InfoArray info;
+  if (collect) info.Bool(PMIX_COLLECT_DATA, true);
+  info.Int(PMIX_TIMEOUT, TimeoutSeconds(timeout_));
+  auto* p = new Pending();
+  pmix_status_t s = PMIx_Fence_nb(nullptr, 0, info.info, info.n, &OnOpDone, p);
+  if (s != PMIX_SUCCESS) {
+    delete p;
+    FatalErrorF("bootstrap %s #%d: PMIx_Fence: %s", call, seq, PmixError(s));
+  }
+  if (!p->WaitUntil(absl::Now() + timeout_)) {
+    FatalErrorF(
+        "bootstrap %s #%d: the PMIx fence over the %d ranks of namespace "
+        "'%s' did not complete within %s: a rank did not join it, or the "
+        "PMIx server (%s) stopped answering (GASNET_BOOTSTRAP_TIMEOUT)",
+        call, seq, size_, nspace_, absl::FormatDuration(timeout_), launcher_);
+  }
+  const pmix_status_t done = p->status;
+  delete p;
+  if (done != PMIX_SUCCESS) {
+    FatalErrorF(
+        "bootstrap %s #%d: the PMIx fence over namespace '%s' failed (%s): "
+        "%s",
+        call, seq, nspace_, PmixError(done),
+        done == PMIX_ERR_TIMEOUT
+            ? absl::StrCat("a rank did not join within ",
+                           absl::FormatDuration(timeout_),
+                           " (GASNET_BOOTSTRAP_TIMEOUT)")
+            : std::string("a rank of the job ended before joining it"));
+  }
+}
+
+std::string PmixBootstrap::Get(std::string_view call, uint32_t seq, Rank peer,
+                               const std::string& key, bool refresh) {
+  pmix_proc_t who;
+  PMIX_LOAD_PROCID(&who, nspace_.c_str(), peer);
+  InfoArray info;
+  info.Int(PMIX_TIMEOUT, TimeoutSeconds(timeout_));
+  if (refresh) info.Bool(PMIX_GET_REFRESH_CACHE, true);
+  auto* p = new Pending();
+  pmix_status_t s =
+      PMIx_Get_nb(&who, key.c_str(), info.info, info.n, &OnValue, p);
+  if (s != PMIX_SUCCESS) {
+    delete p;
+    FatalErrorF("bootstrap %s #%d: PMIx_Get of rank %d's data: %s", call, seq,
+                peer, PmixError(s));
+  }
+  if (!p->WaitUntil(absl::Now() + timeout_)) {
+    FatalErrorF(
+        "bootstrap %s #%d: rank %d's data did not arrive within %s "
+        "(GASNET_BOOTSTRAP_TIMEOUT; PMIx server: %s)",
+        call, seq, peer, absl::FormatDuration(timeout_), launcher_);
+  }
+  if (p->status != PMIX_SUCCESS || p->type != PMIX_BYTE_OBJECT) {
+    const pmix_status_t st = p->status;
+    delete p;
+    FatalErrorF("bootstrap %s #%d: PMIx_Get of rank %d's data: %s", call, seq,
+                peer,
+                st != PMIX_SUCCESS ? PmixError(st)
+                                   : std::string_view("not a byte object"));
+  }
+  std::string bytes = std::move(p->bytes);
+  delete p;
+  return bytes;
+}
+
+void PmixBootstrap::Barrier() {
+  CheckOpen("barrier");
+  Fence("barrier", next_seq_++, /*collect=*/false);
+}
+
+void PmixBootstrap::Allgather(const void* src, size_t len, void* dst) {
+  CheckOpen("allgather");
+  const uint32_t seq = next_seq_++;
+  const std::string key = absl::StrCat("gex.", seq);
+  std::string mine = Header(seq, kAllgather, len);
+  mine.append(static_cast<const char*>(src), len);
+  PutCommit("allgather", key, mine);
+  Fence("allgather", seq, /*collect=*/true);
+  char* out = static_cast<char*>(dst);
+  // `src` may lie inside `dst`: this rank's block is written from the copy.
+  for (Rank r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const std::string blob = Get("allgather", seq, r, key, false);
+    std::string_view data = Payload("allgather", seq, r, blob, kAllgather, len);
+    if (len > 0) std::memcpy(out + r * len, data.data(), len);
+  }
+  if (len > 0) std::memcpy(out + rank_ * len, mine.data() + kHeaderBytes, len);
+  if (!node_checked_) {
+    node_checked_ = true;
+    CrossCheckNodeMap();
+  }
+}
+
+void PmixBootstrap::Alltoall(const void* src, size_t len, void* dst) {
+  CheckOpen("alltoall");
+  const uint32_t seq = next_seq_++;
+  const char* in = static_cast<const char*>(src);
+  for (Rank r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    std::string block = Header(seq, kAlltoall, len);
+    block.append(in + r * len, len);
+    pmix_byte_object_t bo{block.data(), block.size()};
+    pmix_value_t v;
+    PMIx_Value_load(&v, &bo, PMIX_BYTE_OBJECT);
+    const std::string key = absl::StrCat("gex.", seq, ".", r);
+    pmix_status_t s = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v);
+    PMIx_Value_destruct(&v);
+    if (s != PMIX_SUCCESS) {
+      FatalErrorF("bootstrap alltoall #%d: PMIx_Put: %s", seq, PmixError(s));
+    }
+  }
+  if (pmix_status_t s = PMIx_Commit(); s != PMIX_SUCCESS) {
+    FatalErrorF("bootstrap alltoall #%d: PMIx_Commit: %s", seq, PmixError(s));
+  }
+  Fence("alltoall", seq, /*collect=*/false);
+  std::string own(in + rank_ * len, len);
+  char* out = static_cast<char*>(dst);
+  const std::string key = absl::StrCat("gex.", seq, ".", rank_);
+  for (Rank r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const std::string blob = Get("alltoall", seq, r, key, true);
+    std::string_view data = Payload("alltoall", seq, r, blob, kAlltoall, len);
+    if (len > 0) std::memcpy(out + r * len, data.data(), len);
+  }
+  if (len > 0) std::memcpy(out + rank_ * len, own.data(), len);
+}
+
+void PmixBootstrap::Broadcast(const void* src, size_t len, void* dst,
+                              Rank root) {
+  CheckOpen("broadcast");
+  if (root >= size_) {
+    FatalErrorF(
+        "bootstrap broadcast: root %d is not a rank of this %d-rank "
+        "job",
+        root, size_);
+  }
+  const uint32_t seq = next_seq_++;
+  const std::string key = absl::StrCat("gex.", seq);
+  if (rank_ == root) {
+    std::string mine = Header(seq, kBroadcast, len);
+    mine.append(static_cast<const char*>(src), len);
+    PutCommit("broadcast", key, std::move(mine));
+  }
+  Fence("broadcast", seq, /*collect=*/false);
+  if (rank_ == root) {
+    if (len > 0 && src != dst) std::memmove(dst, src, len);
+    return;
+  }
+  const std::string blob = Get("broadcast", seq, root, key, true);
+  std::string_view data =
+      Payload("broadcast", seq, root, blob, kBroadcast, len);
+  if (len > 0) std::memcpy(dst, data.data(), len);
+}
+
+void PmixBootstrap::CrossCheckNodeMap() {
+  // Host ids came with the first collected fence (put at Create).
+  std::vector<uint64_t> ids(size_);
+  pmix_proc_t who;
+  for (Rank r = 0; r < size_; ++r) {
+    PMIX_LOAD_PROCID(&who, nspace_.c_str(), r);
+    pmix_value_t* val = nullptr;
+    InfoArray info;
+    info.Bool(PMIX_OPTIONAL, true);
+    if (PMIx_Get(&who, kHostIdKey, info.info, info.n, &val) != PMIX_SUCCESS ||
+        val == nullptr) {
+      return;  // Not collected (an old server): nothing to compare.
+    }
+    ids[r] = val->type == PMIX_UINT64 ? val->data.uint64 : 0;
+    PMIX_VALUE_RELEASE(val);
+  }
+  const uint64_t mine = ids[rank_];
+  std::vector<Rank> same_host;
+  for (Rank r = 0; r < size_; ++r) {
+    if (ids[r] == mine) same_host.push_back(r);
+  }
+  if (node_.local_peers.empty() || same_host == node_.local_peers) return;
+  // Only the lowest rank of this host speaks, once.
+  if (same_host.front() != rank_) return;
+  WarningF(
+      "%s places ranks %s on this node ('%s') but our host identity "
+      "(GASNET_HOST_DETECT) puts ranks %s on this host ('%s'); the node "
+      "map (shared memory, gex_System_QueryHostInfo) follows the host "
+      "identity",
+      launcher_, absl::StrJoin(node_.local_peers, ","), node_.hostname,
+      absl::StrJoin(same_host, ","), Hostname());
+}
+
+void PmixBootstrap::Abort(int exit_code, std::string_view reason) {
+  g_instance.store(nullptr);
+  if (!finalized_) {
+    const std::string msg(reason);
+    PMIx_Abort(exit_code, msg.c_str(), nullptr, 0);
+  }
+  _exit(exit_code);
+}
+
+void PmixBootstrap::Fini() {
+  if (finalized_) return;
+  finalized_ = true;
+  PmixBootstrap* self = this;
+  g_instance.compare_exchange_strong(self, nullptr);
+  // Not collective (no PMIX_EMBED_BARRIER); bounded like every other wait.
+  Bounded(timeout_,
+          absl::StrFormat("bootstrap fini: PMIx_Finalize did not return "
+                          "(PMIx server: %s)",
+                          launcher_),
+          [] { PMIx_Finalize(nullptr, 0); });
+}
+
+}  // namespace gexrt

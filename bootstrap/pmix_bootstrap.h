@@ -1,0 +1,128 @@
+// The Bootstrap of a rank started by a PMIx server: Slurm's
+// `srun --mpi=pmix`, Open MPI's `mpirun`, or gasnetrun_<conduit>
+// -spawner=pmi, which hands the job to one of them.
+//
+// Rank and size come from PMIx (the namespace's rank and PMIX_JOB_SIZE).
+// The collectives map onto PMIx's key-value exchange:
+//   Barrier    a fence that moves no data;
+//   Allgather  put, commit, a fence with PMIX_COLLECT_DATA (every rank
+//              needs every contribution, so the servers deliver them in one
+//              go), then a local get per rank;
+//   Alltoall   each rank puts one key per destination, commit, a fence
+//              without data, then fetches its own block from each rank (the
+//              servers move only what is asked for);
+//   Broadcast  the root puts, commit, a fence without data, every other
+//              rank fetches the root's key;
+//   Abort      PMIx_Abort (the server ends every rank), Fini PMIx_Finalize.
+// Every contribution carries its collective's sequence number, kind and
+// length, so a rank that calls a different collective, or passes another
+// length, is a fatal error naming it.
+//
+// Every wait (PMIx_Init included) is bounded by GASNET_BOOTSTRAP_TIMEOUT:
+// a fence that does not complete is a fatal error naming the fence and the
+// launcher (PMIx cannot say which rank is missing); a get that does not
+// answer names the rank whose data did not come.
+//
+// The exit protocol (exit/) runs over Active Messages; RequestJobExit
+// returns false (a PMIx server has no "end the job with this code" that
+// would reach ranks still running without killing them). A rank that
+// exits without a coordinated exit skips PMIx_Finalize, which PMIx servers
+// take as a failure: the job ends nonzero, as it should.
+//
+// Node map cross-check: PMIx says which ranks share this node
+// (PMIX_LOCAL_PEERS) and its name (PMIX_HOSTNAME). The node map itself is
+// built from our host identity (bootstrap/node_map.h, GASNET_HOST_DETECT),
+// since that is what decides whether ranks can share memory; at the first
+// Allgather each rank also compares PMIx's view with host ids and prints
+// one warning when they disagree (a launcher emulating several nodes on one
+// host, or ranks of one node in different UTS namespaces).
+#ifndef GEX_BOOTSTRAP_PMIX_BOOTSTRAP_H_
+#define GEX_BOOTSTRAP_PMIX_BOOTSTRAP_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "bootstrap/bootstrap.h"
+
+namespace gexrt {
+
+// What PMIx says about this rank's node (after PmixBootstrap::Create).
+struct PmixNodeInfo {
+  std::string hostname;           // PMIX_HOSTNAME; empty when not given.
+  uint32_t node_id = 0;           // PMIX_NODEID.
+  uint32_t local_rank = 0;        // PMIX_LOCAL_RANK.
+  uint32_t local_size = 0;        // PMIX_LOCAL_SIZE.
+  std::vector<Rank> local_peers;  // PMIX_LOCAL_PEERS, ascending.
+};
+
+class PmixBootstrap final : public Bootstrap {
+ public:
+  // Whether a PMIx server started this process (PMIX_RANK or
+  // PMIX_NAMESPACE in the environment).
+  static bool Present();
+
+  // PMIx_Init and the job's facts. Fails (with a message saying how the
+  // program should be started) when no PMIx server answers. Sets the job
+  // rank (base/job_rank.h) and installs a fatal-error hook that ends the
+  // whole job through PMIx_Abort.
+  static absl::StatusOr<std::unique_ptr<PmixBootstrap>> Create();
+
+  ~PmixBootstrap() override;
+
+  Rank rank() const override { return rank_; }
+  Rank size() const override { return size_; }
+  void Barrier() override;
+  void Allgather(const void* src, size_t len, void* dst) override;
+  void Alltoall(const void* src, size_t len, void* dst) override;
+  void Broadcast(const void* src, size_t len, void* dst, Rank root) override;
+  [[noreturn]] void Abort(int exit_code, std::string_view reason) override;
+  void Fini() override;
+
+  const PmixNodeInfo& node_info() const { return node_; }
+  // "srun", "mpirun" or "the PMIx launcher", for messages.
+  const std::string& launcher_name() const { return launcher_; }
+
+  // The fatal-error hook's work: PMIx_Abort with code 1 (the server kills
+  // every rank), best effort.
+  void AbortFromFatal();
+
+ private:
+  PmixBootstrap() = default;
+
+  // Puts `value` under `key` (PMIX_GLOBAL) and commits.
+  void PutCommit(std::string_view call, const std::string& key,
+                 std::string value);
+  // A fence over the whole namespace, bounded by timeout_.
+  void Fence(std::string_view call, uint32_t seq, bool collect);
+  // Rank `peer`'s value of `key`, bounded by timeout_; `refresh` asks the
+  // server again rather than trusting a cached copy (data that did not
+  // travel with a fence).
+  std::string Get(std::string_view call, uint32_t seq, Rank peer,
+                  const std::string& key, bool refresh);
+  // Strips and checks the header of rank `peer`'s contribution.
+  std::string_view Payload(std::string_view call, uint32_t seq, Rank peer,
+                           std::string_view blob, uint8_t op,
+                           uint64_t len) const;
+  std::string Header(uint32_t seq, uint8_t op, uint64_t len) const;
+  void CheckOpen(std::string_view call) const;
+  void CrossCheckNodeMap();
+
+  std::string nspace_;
+  Rank rank_ = 0;
+  Rank size_ = 1;
+  absl::Duration timeout_;
+  std::string launcher_;
+  PmixNodeInfo node_;
+  uint32_t next_seq_ = 0;
+  bool finalized_ = false;
+  bool node_checked_ = false;
+};
+
+}  // namespace gexrt
+
+#endif  // GEX_BOOTSTRAP_PMIX_BOOTSTRAP_H_
