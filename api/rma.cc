@@ -14,20 +14,25 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_format.h"
 #include "am/token.h"
+#include "api/endpoint.h"
 #include "api/event.h"
 #include "api/runtime.h"
 #include "api/team.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "core/endpoint_segments.h"
 #include "core/router.h"
 #include "rma/engine.h"
 #include "rma/event.h"
@@ -96,13 +101,44 @@ void WaitRound(void* context) { WaitProgress(*static_cast<Runtime*>(context)); }
                             : absl::StrFormat("%p", static_cast<void*>(tm)));
 }
 
-// A sub-team or pair (api/team.h) translates `rank` to its job rank, out
-// of line; the primordial team is one compare.
+// The engines of endpoint indices 1 and up (gex_TM_Pair to an endpoint
+// gex_EP_Create made), built at first use; they live until exit.
+std::mutex g_endpoint_engines_mu;
+std::array<std::atomic<rma::Engine*>, core::kMaxEndpoints> g_endpoint_engines;
+
+// A sub-team's or pair's call, out of line: `rank` becomes the job rank,
+// and a pair to another endpoint index gets that index's engine (its
+// segments are the ones bound to that endpoint).
+ABSL_ATTRIBUTE_NOINLINE rma::Engine& TeamEngine(const char* call, gex_TM_t tm,
+                                                gex_Rank_t& rank) {
+  const gex_EP_Location_t to = LocateEndpoint(call, *g_runtime, tm, rank);
+  rank = to.gex_rank;
+  const uint32_t ep = to.gex_ep_index;
+  if (ep == 0) return *g_engine;
+  if (ep >= core::kMaxEndpoints) {
+    FatalErrorF(
+        "%s: tm is a gex_TM_Pair to endpoint index %u, but no process has "
+        "more than %u endpoints",
+        call, ep, core::kMaxEndpoints);
+  }
+  rma::Engine* e = g_endpoint_engines[ep].load(std::memory_order_acquire);
+  if (ABSL_PREDICT_TRUE(e != nullptr)) return *e;
+  std::lock_guard<std::mutex> lock(g_endpoint_engines_mu);
+  e = g_endpoint_engines[ep].load(std::memory_order_relaxed);
+  if (e == nullptr) {
+    e = g_engine->ForEndpoint(&g_runtime->endpoint_segments.view(ep), ep)
+            .release();
+    g_endpoint_engines[ep].store(e, std::memory_order_release);
+  }
+  return *e;
+}
+
+// The primordial team is one compare; anything else goes out of line.
 inline rma::Engine& EngineFor(const char* call, gex_TM_t tm, gex_Rank_t& rank) {
   rma::Engine* e = g_engine;
   if (ABSL_PREDICT_FALSE(e == nullptr)) BadTm(call, tm);
   if (ABSL_PREDICT_FALSE(tm != &g_runtime->tm)) {
-    rank = SubteamJobRank(call, tm, rank);
+    return TeamEngine(call, tm, rank);
   }
   return *e;
 }

@@ -213,7 +213,8 @@ Rank SubteamJobRank(const char* call, gex_TM_t tm, gex_Rank_t rank) {
     if (t.remote_ep_index != 0) {
       FatalErrorF(
           "%s: a gex_TM_Pair to endpoint index %u: only the primordial "
-          "endpoint (index 0) carries communication here",
+          "endpoint (index 0) takes this call (the endpoints gex_EP_Create "
+          "makes have GEX_EP_CAPABILITY_RMA only: Put and Get)",
           call, t.remote_ep_index);
     }
     return rank;  // A job rank; the caller checks it against the job.

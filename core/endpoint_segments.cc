@@ -47,6 +47,7 @@ void EndpointSegments::Set(uint32_t ep, Rank r, Rank size,
   std::vector<rma::SegmentEntry>& v = views_[ep];
   v.resize(size);
   v[r] = entry;
+  spans_[ep] = rma::SegmentView(v);
 }
 
 absl::StatusOr<pshm::SharedObject> CreateSharedSegment(Runtime& rt, size_t size,

@@ -59,12 +59,11 @@ class EndpointSegments {
   rma::SegmentEntry segment(uint32_t ep, Rank r) const {
     return published(ep, r) ? tables_[ep][r].entry : rma::SegmentEntry{};
   }
-  // Endpoint `ep`'s segments by rank, as the RMA engine reads a table
-  // (valid until the next publication of that index).
-  rma::SegmentView view(uint32_t ep) const {
-    return ep < kMaxEndpoints ? rma::SegmentView(views_[ep])
-                              : rma::SegmentView();
-  }
+  // Endpoint `ep` (< kMaxEndpoints)'s segments by rank, as the RMA engine
+  // reads a table: one object per index for the life of the process, which
+  // every publication of that index updates (an engine built before the
+  // first one sees the later ones).
+  const rma::SegmentView& view(uint32_t ep) const { return spans_[ep]; }
 
   // Records rank `r`'s endpoint `ep` segment; `mapping` (may be empty)
   // is this process's mapping of it, kept until it is replaced. `size`:
@@ -80,6 +79,7 @@ class EndpointSegments {
   };
   std::array<std::vector<Slot>, kMaxEndpoints> tables_;
   std::array<std::vector<rma::SegmentEntry>, kMaxEndpoints> views_;
+  std::array<rma::SegmentView, kMaxEndpoints> spans_;
 };
 
 // A segment this process publishes.

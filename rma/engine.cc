@@ -53,10 +53,11 @@ Engine::Engine(const Options& options, am::HandlerTable& handlers)
     : rank_(options.rank),
       size_(options.size),
       segments_(options.segments),
+      primordial_(options.segments),
       transport_(options.transport),
       force_am_(options.force_am),
       chunk_(std::clamp<size_t>(options.chunk, 1, kChunk)) {
-  am::Entry entries[5];
+  am::Entry entries[6];
   const auto set = [&](am::Entry& e, auto* fn, uint32_t flags, unsigned nargs,
                        const char* name) {
     e.fn = reinterpret_cast<am::HandlerFn>(fn);
@@ -75,13 +76,41 @@ Engine::Engine(const Options& options, am::HandlerTable& handlers)
       "gex rma get reply long");
   set(entries[4], &GetMediumReplyHandler, am::kFlagMedium | am::kFlagReply, 4,
       "gex rma get reply medium");
-  const absl::Status s = handlers.Register(entries, 5, /*internal=*/true);
+  set(entries[5], &PutMediumRequestHandler, am::kFlagMedium | am::kFlagRequest,
+      4, "gex rma put to an endpoint");
+  const absl::Status s = handlers.Register(entries, 6, /*internal=*/true);
   if (!s.ok()) FatalErrorF("rma: %s", s.message());
   put_request_ = entries[0].index;
   done_reply_ = entries[1].index;
   get_request_ = entries[2].index;
   get_long_reply_ = entries[3].index;
   get_medium_reply_ = entries[4].index;
+  put_medium_request_ = entries[5].index;
+}
+
+Engine::Engine(const Engine& primary, const SegmentView* segments,
+               uint32_t ep_index)
+    : rank_(primary.rank_),
+      size_(primary.size_),
+      segments_(segments),
+      primordial_(primary.primordial_),
+      transport_(primary.transport_),
+      force_am_(primary.force_am_),
+      chunk_(primary.chunk_),
+      ep_index_(ep_index),
+      put_request_(primary.put_request_),
+      put_medium_request_(primary.put_medium_request_),
+      done_reply_(primary.done_reply_),
+      get_request_(primary.get_request_),
+      get_long_reply_(primary.get_long_reply_),
+      get_medium_reply_(primary.get_medium_reply_) {
+  transport_.rdma_put = nullptr;
+  transport_.rdma_get = nullptr;
+}
+
+std::unique_ptr<Engine> Engine::ForEndpoint(const SegmentView* segments,
+                                            uint32_t ep_index) const {
+  return std::unique_ptr<Engine>(new Engine(*this, segments, ep_index));
 }
 
 void Engine::BadCall(const char* call, Rank rank, const void* remote,
@@ -106,6 +135,14 @@ void Engine::BadCall(const char* call, Rank rank, const void* remote,
 
 void Engine::CheckSegment(const char* call, Rank rank, const void* remote,
                           size_t n) const {
+  if (ep_index_ != 0 &&
+      ABSL_PREDICT_FALSE(segments_->segment(rank).size == 0)) {
+    FatalErrorF(
+        "%s: rank %u's endpoint %u has no segment published to this process "
+        "(gex_EP_BindSegment, then gex_EP_PublishBoundSegment), so [%p, +%zu) "
+        "is outside it",
+        call, rank, ep_index_, remote, n);
+  }
   if (ABSL_PREDICT_FALSE(!segments_->attached())) {
     FatalErrorF(
         "%s: no segment is attached yet (gex_Segment_Attach), so rank %u's "
@@ -116,8 +153,12 @@ void Engine::CheckSegment(const char* call, Rank rank, const void* remote,
   if (ABSL_PREDICT_FALSE(!segments_->Contains(rank, a, n))) {
     const SegmentEntry s = segments_->segment(rank);
     FatalErrorF(
-        "%s: remote range [%p, +%zu) is outside rank %u's segment [%p, +%zu)",
-        call, remote, n, rank, reinterpret_cast<void*>(s.base), s.size);
+        "%s: remote range [%p, +%zu) is outside rank %u's segment%s [%p, "
+        "+%zu)",
+        call, remote, n, rank,
+        ep_index_ == 0 ? ""
+                       : absl::StrFormat(" of endpoint %u", ep_index_).c_str(),
+        reinterpret_cast<void*>(s.base), s.size);
   }
 }
 
@@ -153,12 +194,23 @@ Issue Engine::PutRemote(const char* call, Rank rank, void* dest,
   Split(&rc, args);
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(dest);
+  uint32_t medium_args[4];
+  Split(&rc, &medium_args[2]);
   for (uint64_t i = 0; i < chunks; ++i) {
     const size_t offset = i * chunk_;
     const size_t len = std::min(chunk_, n - offset);
-    if (!transport_.request(transport_.context, rank, am::Category::kLong,
-                            put_request_, args, 2, from + offset, len,
-                            to + offset, immediate && i == 0)) {
+    bool sent;
+    if (ep_index_ == 0) {
+      sent = transport_.request(transport_.context, rank, am::Category::kLong,
+                                put_request_, args, 2, from + offset, len,
+                                to + offset, immediate && i == 0);
+    } else {
+      Split(to + offset, &medium_args[0]);
+      sent = transport_.request(
+          transport_.context, rank, am::Category::kMedium, put_medium_request_,
+          medium_args, 4, from + offset, len, nullptr, immediate && i == 0);
+    }
+    if (!sent) {
       rc.Unstart(chunks);
       if (lc != nullptr) lc->Unstart(chunks);
       return Issue::kWouldBlock;
@@ -192,7 +244,7 @@ Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
     // A Long reply can land only in this rank's segment; anything else
     // comes back as a Medium that the reply handler copies out.
     const auto d = reinterpret_cast<uintptr_t>(to + offset);
-    const bool in_segment = segments_->Contains(rank_, d, len);
+    const bool in_segment = primordial_->Contains(rank_, d, len);
     uint32_t args[8];
     Split(from + offset, &args[0]);
     Split(to + offset, &args[2]);
@@ -213,6 +265,23 @@ Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
 void Engine::PutRequestHandler(void* token, void*, size_t, int32_t c0,
                                int32_t c1) {
   const Engine& e = EngineOf(token);
+  const uint32_t args[2] = {static_cast<uint32_t>(c0),
+                            static_cast<uint32_t>(c1)};
+  e.transport_.reply(e.transport_.context, static_cast<am::Token*>(token),
+                     am::Category::kShort, e.done_reply_, args, 2, nullptr, 0,
+                     nullptr);
+}
+
+// An endpoint engine's Put chunk: `dest` is in this rank's memory, in a
+// segment bound to one of its endpoints (the initiator checked the range
+// against it); the target copies the bytes there, then acknowledges.
+void Engine::PutMediumRequestHandler(void* token, void* buf, size_t nbytes,
+                                     int32_t d0, int32_t d1, int32_t c0,
+                                     int32_t c1) {
+  const Engine& e = EngineOf(token);
+  if (nbytes != 0) {
+    std::memcpy(reinterpret_cast<void*>(Join(d0, d1)), buf, nbytes);
+  }
   const uint32_t args[2] = {static_cast<uint32_t>(c0),
                             static_cast<uint32_t>(c1)};
   e.transport_.reply(e.transport_.context, static_cast<am::Token*>(token),

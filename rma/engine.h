@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
@@ -116,6 +117,17 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // An engine for the segments bound to another endpoint index (those of
+  // gex_EP_Create's endpoints): `segments` (read at each call, like the
+  // primordial table) in place of Options::segments, this engine's
+  // handlers and transport otherwise. Its ladder has no RDMA rung (the
+  // conduit registered the primordial segments only), and its AM-path Put
+  // is a Medium the target copies from (a Long lands only in the
+  // primordial segment; a segment in client memory is not mapped by
+  // anyone but its owner). `ep_index` names the endpoint in messages.
+  std::unique_ptr<Engine> ForEndpoint(const SegmentView* segments,
+                                      uint32_t ep_index) const;
+
   bool force_am() const { return force_am_; }
 
   // Checks the arguments of a Put of `n` bytes to `dest` at `rank` and, when
@@ -190,9 +202,14 @@ class Engine {
   void CheckSegment(const char* call, Rank rank, const void* remote,
                     size_t n) const;
   void WaitSlow(const char* call, const Counter& c) const;
+  // The endpoint engine's (ForEndpoint).
+  Engine(const Engine& primary, const SegmentView* segments, uint32_t ep_index);
 
   static void PutRequestHandler(void* token, void* buf, size_t nbytes,
                                 int32_t c0, int32_t c1);
+  static void PutMediumRequestHandler(void* token, void* buf, size_t nbytes,
+                                      int32_t d0, int32_t d1, int32_t c0,
+                                      int32_t c1);
   static void DoneReplyHandler(void* token, int32_t c0, int32_t c1);
   static void GetRequestHandler(void* token, int32_t s0, int32_t s1, int32_t d0,
                                 int32_t d1, int32_t len, int32_t c0, int32_t c1,
@@ -205,11 +222,18 @@ class Engine {
 
   Rank rank_;
   Rank size_;
+  // The segments this engine's calls address, and this rank's primordial
+  // ones (where a Get's Long reply may land): the same table except in an
+  // endpoint engine.
   const SegmentView* segments_;
+  const SegmentView* primordial_;
   Transport transport_;
   bool force_am_;
   size_t chunk_;
+  // 0: the primordial endpoint's engine; else ForEndpoint's (Medium Puts).
+  uint32_t ep_index_ = 0;
   uint8_t put_request_ = 0;
+  uint8_t put_medium_request_ = 0;
   uint8_t done_reply_ = 0;
   uint8_t get_request_ = 0;
   uint8_t get_long_reply_ = 0;

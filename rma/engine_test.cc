@@ -345,17 +345,21 @@ class EngineTest : public testing::Test {
 
 // ---- construction ---------------------------------------------------------
 
-TEST_F(EngineTest, RegistersItsFiveHandlersInTheInternalRange) {
+TEST_F(EngineTest, RegistersItsSixHandlersInTheInternalRange) {
   Build({});
-  const char* names[] = {"gex rma put", "gex rma put done", "gex rma get",
-                         "gex rma get reply long", "gex rma get reply medium"};
-  for (unsigned i = 0; i < 5; ++i) {
+  const char* names[] = {"gex rma put",
+                         "gex rma put done",
+                         "gex rma get",
+                         "gex rma get reply long",
+                         "gex rma get reply medium",
+                         "gex rma put to an endpoint"};
+  for (unsigned i = 0; i < 6; ++i) {
     const am::Entry* e = table_.Find(static_cast<uint8_t>(1 + i));
     ASSERT_NE(e, nullptr) << i;
     EXPECT_STREQ(e->name, names[i]);
     EXPECT_EQ(e->cdata, engine_.get());
   }
-  EXPECT_EQ(table_.Find(6), nullptr);
+  EXPECT_EQ(table_.Find(7), nullptr);
   EXPECT_EQ(table_.Find(am::kClientIndexBase), nullptr);
   // Kinds and categories as the protocol uses them.
   EXPECT_EQ(table_.Find(1)->flags, am::kFlagLong | am::kFlagRequest);
@@ -363,6 +367,7 @@ TEST_F(EngineTest, RegistersItsFiveHandlersInTheInternalRange) {
   EXPECT_EQ(table_.Find(3)->flags, am::kFlagShort | am::kFlagRequest);
   EXPECT_EQ(table_.Find(4)->flags, am::kFlagLong | am::kFlagReply);
   EXPECT_EQ(table_.Find(5)->flags, am::kFlagMedium | am::kFlagReply);
+  EXPECT_EQ(table_.Find(6)->flags, am::kFlagMedium | am::kFlagRequest);
   EXPECT_FALSE(engine_->force_am());
 }
 
@@ -374,10 +379,115 @@ TEST_F(EngineTest, ASecondEngineTakesTheNextIndices) {
   o.force_am = true;
   Engine second(o, table_);
   EXPECT_TRUE(second.force_am());
-  for (uint8_t i = 6; i <= 10; ++i) {
+  for (uint8_t i = 7; i <= 12; ++i) {
     ASSERT_NE(table_.Find(i), nullptr) << int{i};
     EXPECT_EQ(table_.Find(i)->cdata, &second);
   }
+}
+
+// ---- an endpoint's engine (ForEndpoint) ----------------------------------
+
+// Another endpoint index's segments: rank 0's own is mapped (its own
+// memory), rank 2's only known by address (client memory, or off-node).
+class EndpointEngineTest : public EngineTest {
+ protected:
+  void BuildEndpoint(const Config& config) {
+    Build(config);
+    for (auto& b : ep_seg_) b.assign(kSegSize, 0);
+    ep_entries_[kSelf] = {reinterpret_cast<uintptr_t>(ep_seg_[kSelf].data()),
+                          kSegSize, ep_seg_[kSelf].data()};
+    ep_entries_[kUnmapped] = {
+        reinterpret_cast<uintptr_t>(ep_seg_[kUnmapped].data()), kSegSize,
+        nullptr};
+    ep_view_ = SegmentView(absl::MakeConstSpan(ep_entries_, kSize));
+    endpoint_ = engine_->ForEndpoint(&ep_view_, 2);
+  }
+  void* EpRemote(Rank r, size_t offset) const {
+    return reinterpret_cast<void*>(ep_entries_[r].base + offset);
+  }
+
+  std::vector<unsigned char> ep_seg_[kSize];
+  SegmentEntry ep_entries_[kSize];  // Rank 1 has none.
+  SegmentView ep_view_;
+  std::unique_ptr<Engine> endpoint_;
+};
+
+TEST_F(EndpointEngineTest, RegistersNothingAndCopiesMappedRanges) {
+  BuildEndpoint({});
+  EXPECT_EQ(table_.Find(7), nullptr);
+  const auto src = Bytes(100, 3);
+  ASSERT_TRUE(
+      endpoint_->PutDirect("put", kSelf, EpRemote(kSelf, 8), src.data(), 100));
+  EXPECT_EQ(std::memcmp(ep_seg_[kSelf].data() + 8, src.data(), 100), 0);
+  // The primordial segment is untouched.
+  EXPECT_EQ(Backing(kSelf, 8)[0], 0);
+  std::vector<unsigned char> got(100);
+  ASSERT_TRUE(
+      endpoint_->GetDirect("get", got.data(), kSelf, EpRemote(kSelf, 8), 100));
+  EXPECT_EQ(got, src);
+}
+
+TEST_F(EndpointEngineTest, PutIsMediumChunksTheTargetCopiesNeverRdma) {
+  BuildEndpoint({.rdma = true});
+  const size_t n = Engine::kChunk + 10;
+  const auto src = Bytes(n, 5);
+  ASSERT_FALSE(endpoint_->PutDirect("put", kUnmapped, EpRemote(kUnmapped, 4),
+                                    src.data(), n));
+  Counter rc, lc;
+  EXPECT_EQ(
+      endpoint_->PutRemote("gex_RMA_PutNB", kUnmapped, EpRemote(kUnmapped, 4),
+                           src.data(), n, false, rc, &lc),
+      Issue::kPending);
+  EXPECT_TRUE(net_.rdma.empty());
+  const std::vector<Sent> requests = net_.Requests();
+  ASSERT_EQ(requests.size(), 2u);
+  for (const Sent& r : requests) {
+    EXPECT_EQ(r.category, am::Category::kMedium);
+    EXPECT_EQ(r.handler, 6);  // "gex rma put to an endpoint"
+    EXPECT_EQ(r.long_dest, nullptr);
+  }
+  EXPECT_TRUE(lc.Done());
+  endpoint_->Wait("put", rc);
+  EXPECT_EQ(std::memcmp(ep_seg_[kUnmapped].data() + 4, src.data(), n), 0);
+  // Not the primordial segment's bytes at the same offset.
+  EXPECT_EQ(Backing(kUnmapped, 4)[0], 0);
+}
+
+TEST_F(EndpointEngineTest, GetIsTheAmPathNeverRdma) {
+  BuildEndpoint({.rdma = true});
+  const auto want = Bytes(300, 9);
+  std::memcpy(ep_seg_[kUnmapped].data() + 64, want.data(), want.size());
+  std::vector<unsigned char> got(300);
+  Counter rc;
+  EXPECT_EQ(endpoint_->GetRemote("gex_RMA_GetNB", got.data(), kUnmapped,
+                                 EpRemote(kUnmapped, 64), 300, false, rc),
+            Issue::kPending);
+  EXPECT_TRUE(net_.rdma.empty());
+  endpoint_->Wait("get", rc);
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(EndpointEngineTest, ARankWithoutASegmentThereNamesTheEndpoint) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  BuildEndpoint({});
+  const auto src = Bytes(8, 1);
+  EXPECT_DEATH(
+      {
+        Counter rc;
+        endpoint_->PutRemote("gex_RMA_PutBlocking", kMapped,
+                             reinterpret_cast<void*>(kMappedBase), src.data(),
+                             8, false, rc, nullptr);
+      },
+      "gex_RMA_PutBlocking: rank 1's endpoint 2 has no segment published to "
+      "this process");
+  EXPECT_DEATH(
+      {
+        Counter rc;
+        endpoint_->PutRemote("gex_RMA_PutBlocking", kUnmapped,
+                             EpRemote(kUnmapped, kSegSize - 4), src.data(), 8,
+                             false, rc, nullptr);
+      },
+      "outside rank 2's segment of endpoint 2");
 }
 
 TEST_F(EngineTest, ProgressIsOneRoundOfTheTransportsWait) {

@@ -37,9 +37,11 @@
  *               over a pair (refused);
  *               gex_System_QueryProgressThreads (none); Destroy of an
  *               unpublished segment and, after a barrier, of a published
- *               one with GEX_FLAG_GLOBALLY_QUIESCED. Prints
- *               "rank R: endpoints ok eps=3 refused=K mapped=M" (M:
- *               ranks in the neighbourhood).
+ *               one with GEX_FLAG_GLOBALLY_QUIESCED. RMA through the
+ *               pairs into both endpoints' segments on every rank (Put,
+ *               checked by the owner, then Get, each form in turn).
+ *               Prints "rank R: endpoints ok eps=3 refused=K mapped=M
+ *               rma=P" (M: ranks in the neighbourhood; P: 4 per rank).
  *
  * Misuse, fatal and naming the call (rank 0 errs; the job must not
  * survive): bind-twice, bind-bound-segment, bind-null, bind-attached,
@@ -70,6 +72,11 @@ static void Finish(const char *line) {
 
 static unsigned char Pattern(gex_Rank_t writer, gex_Rank_t owner, size_t i) {
   return (unsigned char)(writer * 31u + owner * 7u + i * 13u + 1u);
+}
+
+/* What rank `from` puts into rank `to`'s endpoint-`idx` segment. */
+static unsigned char EpByte(gex_Rank_t from, gex_Rank_t to, int idx, size_t i) {
+  return (unsigned char)(from * 31 + to * 7 + (unsigned)idx * 3 + i + 1);
 }
 
 static int InMyNbrhd(gex_Rank_t r) {
@@ -363,6 +370,76 @@ static void Endpoints(void) {
           "QueryBound (%u, 3): no such endpoint", r);
   }
 
+  /* RMA into the additional endpoints' segments, through the pairs: every
+   * rank Puts a slot of its own into every rank's endpoint-1 segment
+   * (client memory: over Active Messages to every rank but itself) and
+   * endpoint-2 segment (allocated: a copy in the neighbourhood), Blocking,
+   * NB and NBI in turn; the owners check every slot; then every rank Gets
+   * its slots back. The barrier first: every rank has read the patterns
+   * above. */
+  Barrier();
+  enum { kEpSlot = 64, kEpBase = 1024 };
+  unsigned char *const allocated = (unsigned char *)gex_Segment_QueryAddr(s2);
+  long rma = 0;
+  for (int get = 0; get <= 1; ++get) {
+    for (gex_Rank_t r = 0; r < g_n; ++r) {
+      for (int idx = 1; idx <= 2; ++idx) {
+        const gex_TM_t pair = idx == 1 ? pair1 : pair2;
+        void *owner = NULL;
+        CHECK(gex_Segment_QueryBound(pair, r, &owner, NULL, NULL) == 0,
+              "QueryBound (%u, %d)", r, idx);
+        unsigned char *remote =
+            (unsigned char *)owner + kEpBase + (size_t)g_me * kEpSlot;
+        unsigned char buf[kEpSlot];
+        const int form = (int)((r + (gex_Rank_t)idx + (gex_Rank_t)get) % 3);
+        if (!get) {
+          for (size_t i = 0; i < kEpSlot; ++i) buf[i] = EpByte(g_me, r, idx, i);
+          if (form == 0) {
+            CHECK(gex_RMA_PutBlocking(pair, r, remote, buf, kEpSlot, 0) == 0,
+                  "PutBlocking (%u, %d)", r, idx);
+          } else if (form == 1) {
+            gex_Event_Wait(
+                gex_RMA_PutNB(pair, r, remote, buf, kEpSlot, GEX_EVENT_NOW, 0));
+          } else {
+            CHECK(gex_RMA_PutNBI(pair, r, remote, buf, kEpSlot, GEX_EVENT_NOW,
+                                 0) == 0,
+                  "PutNBI (%u, %d)", r, idx);
+            gex_NBI_Wait(GEX_EC_PUT, 0);
+          }
+        } else {
+          memset(buf, 0, sizeof buf);
+          if (form == 0) {
+            CHECK(gex_RMA_GetBlocking(pair, buf, r, remote, kEpSlot, 0) == 0,
+                  "GetBlocking (%u, %d)", r, idx);
+          } else if (form == 1) {
+            gex_Event_Wait(gex_RMA_GetNB(pair, buf, r, remote, kEpSlot, 0));
+          } else {
+            CHECK(gex_RMA_GetNBI(pair, buf, r, remote, kEpSlot, 0) == 0,
+                  "GetNBI (%u, %d)", r, idx);
+            gex_NBI_Wait(GEX_EC_GET, 0);
+          }
+          for (size_t i = 0; i < kEpSlot; ++i) {
+            CHECK(buf[i] == EpByte(g_me, r, idx, i),
+                  "Get from (%u, %d): byte %zu is %u", r, idx, i, buf[i]);
+          }
+        }
+        ++rma;
+      }
+    }
+    if (get) break;
+    Barrier();
+    for (gex_Rank_t from = 0; from < g_n; ++from) {
+      for (size_t i = 0; i < kEpSlot; ++i) {
+        const size_t at = kEpBase + (size_t)from * kEpSlot + i;
+        CHECK(mine[at] == EpByte(from, g_me, 1, i),
+              "endpoint 1 here: byte %zu of rank %u's slot", i, from);
+        CHECK(allocated[at] == EpByte(from, g_me, 2, i),
+              "endpoint 2 here: byte %zu of rank %u's slot", i, from);
+      }
+    }
+  }
+  Barrier();
+
   /* A sub-team's members are primordial endpoints: (job rank, 0). */
   gex_TM_t sub = GEX_TM_INVALID;
   gex_TM_Split(&sub, g_tm, (int)(g_me % 2), -(int)g_me, NULL, 0,
@@ -433,8 +510,8 @@ static void Endpoints(void) {
   CHECK(gex_EP_QuerySegment(ep2) == GEX_SEGMENT_INVALID, "ep2 unbound");
   gex_System_SetVerboseErrors(1);
   char line[128];
-  snprintf(line, sizeof line, "endpoints ok eps=3 refused=%d mapped=%d",
-           refused, mapped);
+  snprintf(line, sizeof line, "endpoints ok eps=3 refused=%d mapped=%d rma=%ld",
+           refused, mapped, rma);
   Finish(line);
 }
 

@@ -12,7 +12,9 @@
 //    with GASNET_ERR_BAD_ARG), segments of client memory and of GASNet's
 //    bound to them and published, gex_Segment_Create's refusals, a
 //    publication refused on every rank when one rank's arguments are bad,
-//    gex_TM_TranslateRankToEP, gex_System_QueryProgressThreads (none),
+//    gex_TM_TranslateRankToEP, Put and Get through gex_TM_Pair into
+//    every rank's additional endpoints' segments (client memory and
+//    GASNet's), gex_System_QueryProgressThreads (none),
 //    gex_Segment_Destroy.
 //  - misuse: fatal, naming the call, with no survivors.
 #include <string>
@@ -44,6 +46,8 @@ TEST_P(SegmentJobTest, EveryRankAgrees) {
       int mapped = 0;
       for (int r = 0; r < n; ++r) mapped += SameSupernode(n, rank, r) ? 1 : 0;
       EXPECT_EQ(Field(line, "mapped"), mapped) << line;
+      // A Put and a Get to each of two endpoints of every rank.
+      EXPECT_EQ(Field(line, "rma"), 4 * n) << line;
     }
   }
 }
