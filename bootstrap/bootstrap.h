@@ -83,6 +83,29 @@ class Bootstrap {
   // tells the launcher, then closes the control channel. Not collective.
   // No collective may be called afterwards.
   virtual void Fini() = 0;
+
+  // `fn(context)` is called over and over (about every millisecond) while
+  // a collective waits for the others, from the next collective on; null
+  // removes it. core/ sets it to the conduit's send-side progress once the
+  // conduit is up: a message queued just before a collective must still
+  // leave while this rank waits, and a manual-progress network sends only
+  // when driven (the peer waiting for that message would wait forever).
+  // The hook must run no handler. An implementation that cannot wait in
+  // slices (PMIx's fence blocks inside the library) may ignore it.
+  void SetWaitHook(void (*fn)(void*), void* context) {
+    wait_hook_ = fn;
+    wait_hook_context_ = context;
+  }
+
+ protected:
+  bool has_wait_hook() const { return wait_hook_ != nullptr; }
+  void RunWaitHook() const {
+    if (wait_hook_ != nullptr) wait_hook_(wait_hook_context_);
+  }
+
+ private:
+  void (*wait_hook_)(void*) = nullptr;
+  void* wait_hook_context_ = nullptr;
 };
 
 // The ranks, in order, that pass `mine` = true: an allgather of one byte

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -126,6 +127,7 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
                 s.message());
   }
   const absl::Time deadline = absl::Now() + timeout_;
+  if (has_wait_hook()) WaitReadable(deadline);
   absl::StatusOr<std::string> body = wire::ReadFrame(fd_, deadline);
   if (!body.ok()) {
     if (absl::IsDeadlineExceeded(body.status())) {
@@ -167,6 +169,19 @@ std::string LauncherBootstrap::Exchange(wire::CollectiveOp op, uint64_t len,
     default:
       FatalErrorF("bootstrap %s #%d: unexpected %s message from the launcher",
                   name, seq, wire::MessageTypeName(wire::TypeOf(*body)));
+  }
+}
+
+void LauncherBootstrap::WaitReadable(absl::Time deadline) const {
+  // Slices of a millisecond: the hook drives the conduit's sends between
+  // them (Bootstrap::SetWaitHook). The frame is read by ReadFrame after.
+  pollfd p{fd_, POLLIN, 0};
+  for (;;) {
+    RunWaitHook();
+    const int rc = poll(&p, 1, 1);
+    if (rc > 0 || (rc < 0 && errno != EINTR) || absl::Now() >= deadline) {
+      return;
+    }
   }
 }
 

@@ -60,6 +60,9 @@ class LauncherBootstrap final : public Bootstrap {
  private:
   // Sends this rank's part of the next collective and returns what the
   // launcher sends back for this rank. A failure is fatal.
+  // Returns once the control channel has something to read (or at
+  // `deadline`), running the wait hook between slices.
+  void WaitReadable(absl::Time deadline) const;
   std::string Exchange(wire::CollectiveOp op, uint64_t len, Rank root,
                        std::string data);
   void CheckOpen(std::string_view call) const;

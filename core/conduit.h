@@ -232,6 +232,15 @@ class Conduit {
     return false;
   }
 
+  // Moves what this rank has queued to send onto the network without
+  // delivering anything (no handler runs). Called over and over while a
+  // bootstrap collective waits (Bootstrap::SetWaitHook): a network that
+  // sends only when driven (libfabric's manual progress) would otherwise
+  // hold the last messages sent before the collective, and a peer that
+  // waits for them in a barrier would never leave it. Default: nothing
+  // (the network sends by itself).
+  virtual void ProgressSends() {}
+
   // The job is ending (after the exit protocol, before the bootstrap's
   // Fini): release the network.
   virtual void Fini() {}

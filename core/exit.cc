@@ -127,7 +127,9 @@ void ExitInit(Runtime& rt) {
   env.timeout = ExitTimeoutFromEnv(rt.size);
   env.disable_client_handlers = &DisableClientHandlers;
   env.fini_network = [](void* context) {
-    static_cast<Runtime*>(context)->conduit->Fini();
+    Runtime& rt = *static_cast<Runtime*>(context);
+    rt.bootstrap->SetWaitHook(nullptr, nullptr);  // The network is going.
+    rt.conduit->Fini();
   };
   env.context = &rt;
   exit::Install(env);

@@ -77,6 +77,13 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
     FatalErrorF("%s: the %s conduit: %s", call, rt.conduit->name(),
                 s.message());
   }
+  if (rt.conduit_has_peers) {
+    rt.bootstrap->SetWaitHook(
+        [](void* context) {
+          static_cast<Runtime*>(context)->conduit->ProgressSends();
+        },
+        &rt);
+  }
   rt.max_medium = kSharedMaxPayload;
   rt.max_long = kSharedMaxPayload;
   if (rt.conduit_has_peers) {

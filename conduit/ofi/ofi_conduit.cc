@@ -1079,6 +1079,25 @@ void OfiConduit::Flush() {
   }
 }
 
+void OfiConduit::ProgressSends() {
+  if (Interrupted() || abandoned_.load(std::memory_order_relaxed)) return;
+  for (int e = 0; e < kEndpoints; ++e) {
+    if (cq_[e] == nullptr || (e > 0 && cq_[e] == cq_[0])) continue;
+    std::unique_lock<std::mutex> lock(rx_mutex_[shared_cq_ ? 0 : e],
+                                      std::defer_lock);
+    if (thread_safe_) lock.lock();
+    const InLibfabric in;
+    (void)fi_cq_read(cq_[e], nullptr, 0);
+  }
+  for (size_t k = 1; k < lanes_.size(); ++k) {
+    Lane& lane = *lanes_[k];
+    if (lane.cq == nullptr) continue;
+    std::lock_guard<std::mutex> lock(lane.mutex);
+    const InLibfabric in;
+    (void)fi_cq_read(lane.cq, nullptr, 0);
+  }
+}
+
 void OfiConduit::Fini() {
   // Ending from a signal handler that interrupted libfabric: its locks may
   // be held, so nothing is closed (the process is about to end anyway).

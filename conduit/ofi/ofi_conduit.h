@@ -111,6 +111,10 @@ class OfiConduit final : public core::Conduit {
            rma::Counter& rc, rma::Counter* lc) override;
   bool Get(void* dest, Rank rank, const void* src, size_t len, bool immediate,
            rma::Counter& rc) override;
+  // A read of no completions on each queue: the provider's progress runs
+  // (a manual-progress provider moves queued sends then) and every
+  // completion stays queued for Poll.
+  void ProgressSends() override;
   void Fini() override;
 
   OfiStats stats() const;
