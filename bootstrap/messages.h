@@ -39,7 +39,7 @@ struct CollectiveEntry {
   // In a contribution: the GASNet call the rank made it from
   // (bootstrap/current_call.h), "" when none was annotated. Empty in
   // results.
-  std::string call;
+  std::string call = {};
 };
 
 // One or more ranks' contributions to collective number `seq` (every rank
@@ -100,7 +100,7 @@ struct CallQuery {
 // A rank's answer: the call it is in, "" when none.
 struct CallReport {
   uint32_t rank = 0;
-  std::string call;
+  std::string call = {};
 };
 
 struct Abort {
