@@ -226,11 +226,13 @@ absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
   // namespace of its own making; a process the environment says was
   // launched must have reached the server it names.
   const char* env_nspace = std::getenv("PMIX_NAMESPACE");
-  const bool has_server = std::getenv("PMIX_SERVER_URI41") != nullptr ||
-                          std::getenv("PMIX_SERVER_URI4") != nullptr ||
-                          std::getenv("PMIX_SERVER_URI3") != nullptr ||
-                          std::getenv("PMIX_SERVER_URI21") != nullptr ||
-                          std::getenv("PMIX_SERVER_URI2") != nullptr;
+  bool has_server = false;
+  for (const char* uri :
+       {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+        "PMIX_SERVER_URI21", "PMIX_SERVER_URI2"}) {
+    const char* v = std::getenv(uri);
+    if (v != nullptr && *v != '\0') has_server = true;
+  }
   if (rc != PMIX_SUCCESS || !has_server ||
       (env_nspace != nullptr && std::strcmp(env_nspace, me.nspace) != 0)) {
     if (rc == PMIX_SUCCESS) PMIx_Finalize(nullptr, 0);
@@ -429,12 +431,11 @@ void PmixBootstrap::Fence(std::string_view call, uint32_t seq, bool collect) {
 }
 
 std::string PmixBootstrap::Get(std::string_view call, uint32_t seq, Rank peer,
-                               const std::string& key, bool refresh) {
+                               const std::string& key) {
   pmix_proc_t who;
   PMIX_LOAD_PROCID(&who, nspace_.c_str(), peer);
   InfoArray info;
   info.Int(PMIX_TIMEOUT, TimeoutSeconds(timeout_));
-  if (refresh) info.Bool(PMIX_GET_REFRESH_CACHE, true);
   auto* p = new Pending();
   pmix_status_t s =
       PMIx_Get_nb(&who, key.c_str(), info.info, info.n, &OnValue, p);
@@ -479,7 +480,7 @@ void PmixBootstrap::Allgather(const void* src, size_t len, void* dst) {
   // `src` may lie inside `dst`: this rank's block is written from the copy.
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    const std::string blob = Get("allgather", seq, r, key, false);
+    const std::string blob = Get("allgather", seq, r, key);
     std::string_view data = Payload("allgather", seq, r, blob, kAllgather, len);
     if (len > 0) std::memcpy(out + r * len, data.data(), len);
   }
@@ -511,13 +512,13 @@ void PmixBootstrap::Alltoall(const void* src, size_t len, void* dst) {
   if (pmix_status_t s = PMIx_Commit(); s != PMIX_SUCCESS) {
     FatalErrorF("bootstrap alltoall #%d: PMIx_Commit: %s", seq, PmixError(s));
   }
-  Fence("alltoall", seq, /*collect=*/false);
+  Fence("alltoall", seq, /*collect=*/true);
   std::string own(in + rank_ * len, len);
   char* out = static_cast<char*>(dst);
   const std::string key = absl::StrCat("gex.", seq, ".", rank_);
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    const std::string blob = Get("alltoall", seq, r, key, true);
+    const std::string blob = Get("alltoall", seq, r, key);
     std::string_view data = Payload("alltoall", seq, r, blob, kAlltoall, len);
     if (len > 0) std::memcpy(out + r * len, data.data(), len);
   }
@@ -540,12 +541,12 @@ void PmixBootstrap::Broadcast(const void* src, size_t len, void* dst,
     mine.append(static_cast<const char*>(src), len);
     PutCommit("broadcast", key, std::move(mine));
   }
-  Fence("broadcast", seq, /*collect=*/false);
+  Fence("broadcast", seq, /*collect=*/true);
   if (rank_ == root) {
     if (len > 0 && src != dst) std::memmove(dst, src, len);
     return;
   }
-  const std::string blob = Get("broadcast", seq, root, key, true);
+  const std::string blob = Get("broadcast", seq, root, key);
   std::string_view data =
       Payload("broadcast", seq, root, blob, kBroadcast, len);
   if (len > 0) std::memcpy(dst, data.data(), len);

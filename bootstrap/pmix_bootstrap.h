@@ -5,15 +5,18 @@
 // Rank and size come from PMIx (the namespace's rank and PMIX_JOB_SIZE).
 // The collectives map onto PMIx's key-value exchange:
 //   Barrier    a fence that moves no data;
-//   Allgather  put, commit, a fence with PMIX_COLLECT_DATA (every rank
-//              needs every contribution, so the servers deliver them in one
-//              go), then a local get per rank;
-//   Alltoall   each rank puts one key per destination, commit, a fence
-//              without data, then fetches its own block from each rank (the
-//              servers move only what is asked for);
-//   Broadcast  the root puts, commit, a fence without data, every other
-//              rank fetches the root's key;
+//   Allgather  put, commit, a fence with PMIX_COLLECT_DATA, then a local
+//              get per rank;
+//   Alltoall   each rank puts one key per destination, commit, a collecting
+//              fence, then a local get of its own block from each rank;
+//   Broadcast  the root alone puts, commit, a collecting fence (only the
+//              root's value travels), then a local get;
 //   Abort      PMIx_Abort (the server ends every rank), Fini PMIx_Finalize.
+// Only the barrier can do without PMIX_COLLECT_DATA: fetching on demand
+// (direct modex) after a plain fence does not work for the data
+// collectives, because a PMIx client caches a rank's data after the first
+// fetch and does not see what that rank puts later (PMIx 4.2 under mpirun
+// answers NOT-FOUND, even with PMIX_GET_REFRESH_CACHE).
 // Every contribution carries its collective's sequence number, kind and
 // length, so a rank that calls a different collective, or passes another
 // length, is a fatal error naming it.
@@ -99,11 +102,9 @@ class PmixBootstrap final : public Bootstrap {
                  std::string value);
   // A fence over the whole namespace, bounded by timeout_.
   void Fence(std::string_view call, uint32_t seq, bool collect);
-  // Rank `peer`'s value of `key`, bounded by timeout_; `refresh` asks the
-  // server again rather than trusting a cached copy (data that did not
-  // travel with a fence).
+  // Rank `peer`'s value of `key`, bounded by timeout_.
   std::string Get(std::string_view call, uint32_t seq, Rank peer,
-                  const std::string& key, bool refresh);
+                  const std::string& key);
   // Strips and checks the header of rank `peer`'s contribution.
   std::string_view Payload(std::string_view call, uint32_t seq, Rank peer,
                            std::string_view blob, uint8_t op,

@@ -1,0 +1,1 @@
+../../../../api/barrier_client.c

@@ -1,0 +1,1 @@
+../../../../api/client_check.h

@@ -1,0 +1,1 @@
+../../../../api/coll_client.c

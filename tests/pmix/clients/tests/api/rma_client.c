@@ -1,0 +1,1 @@
+../../../../api/rma_client.c

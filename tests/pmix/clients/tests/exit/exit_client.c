@@ -1,0 +1,1 @@
+../../../../exit/exit_client.c

@@ -1,0 +1,221 @@
+// The C API clients (tests/api) and the exit client (tests/exit), on the
+// smp conduit, started by a real PMIx launcher: PMIX_TEST_LAUNCHER=mpirun
+// (Open MPI's mpirun) or srun (a one-node Slurm cluster this test starts
+// and stops). Each job is judged from the outside: exit code, every rank's
+// success line, no process of the job left, no shared memory left.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/pmix/pmix_testing.h"
+#include "tests/testing/job_runner.h"
+
+namespace gexrt::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string LauncherKind() {
+  const char* k = std::getenv("PMIX_TEST_LAUNCHER");
+  return k != nullptr ? k : "mpirun";
+}
+
+// The Slurm cluster, once per test binary (about a second to start).
+SlurmCluster* g_cluster = nullptr;
+std::string g_skip_reason;
+
+class ClusterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (LauncherKind() == "srun") {
+      g_cluster = new SlurmCluster();
+      if (absl::Status s = g_cluster->Start(); !s.ok()) {
+        g_skip_reason = absl::StrCat("no Slurm cluster: ", s.message());
+        delete g_cluster;
+        g_cluster = nullptr;
+      }
+    } else if (FindProgram("mpirun").empty()) {
+      g_skip_reason = "mpirun is not installed (scripts/install_deps.sh)";
+    }
+  }
+  void TearDown() override {
+    delete g_cluster;  // Stops the daemons.
+    g_cluster = nullptr;
+  }
+};
+
+const ::testing::Environment* const kEnv =
+    ::testing::AddGlobalTestEnvironment(new ClusterEnvironment());
+
+std::string Client(const std::string& name) {
+  return Runfile(absl::StrCat("tests/pmix/", name, "_pmix"));
+}
+
+PmixJobResult RunClient(const std::string& client, int n,
+                        const std::vector<std::string>& args,
+                        std::vector<std::string> env = {}) {
+  PmixJobSpec spec;
+  spec.program = Client(client);
+  spec.args = args;
+  spec.env = MpirunEnv();
+  if (g_cluster != nullptr) {
+    spec.launcher = g_cluster->Srun(n);
+    spec.env.push_back(g_cluster->ConfEnv());
+  } else {
+    spec.launcher = MpirunLauncher(n);
+  }
+  // No variable of the test's own launcher or layout leaks into the job.
+  spec.env.push_back("GASNET_SUPERNODE_MAXSIZE");
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
+  return RunPmixJob(spec);
+}
+
+std::string Describe(const PmixJobResult& r) {
+  return absl::StrFormat("command: %s\nexit code: %d\nstdout:\n%s\nstderr:\n%s",
+                         r.command, r.exit_code, r.out, r.err);
+}
+
+// Shared-memory objects of the job named by "GEX_JOB_ID=<id>".
+std::vector<std::string> ShmLeft(const std::string& job_id_env) {
+  std::string prefix = "GASNT";
+  for (char c : job_id_env.substr(job_id_env.find('=') + 1)) {
+    if (std::isalnum(static_cast<unsigned char>(c))) prefix.push_back(c);
+  }
+  return EntriesWithPrefix("/dev/shm", prefix + ".");
+}
+
+#define SKIP_WITHOUT_LAUNCHER() \
+  if (!g_skip_reason.empty()) GTEST_SKIP() << g_skip_reason
+
+struct ClientCase {
+  std::string client;
+  std::string mode;
+};
+
+class PmixClientJobTest
+    : public ::testing::TestWithParam<std::tuple<ClientCase, int>> {};
+
+TEST_P(PmixClientJobTest, EveryRankPasses) {
+  SKIP_WITHOUT_LAUNCHER();
+  const auto& [c, n] = GetParam();
+  const std::string job_id = NewTestJobId();
+  PmixJobResult r = RunClient(c.client, n, {c.mode}, {job_id});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_THAT(r.out,
+                HasSubstr(absl::StrFormat("rank %d: %s ok", rank, c.mode)))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+  EXPECT_THAT(ShmLeft(job_id), ::testing::IsEmpty()) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Clients, PmixClientJobTest,
+    ::testing::Combine(::testing::Values(ClientCase{"am_client", "args"},
+                                         ClientCase{"rma_client", "forms"},
+                                         ClientCase{"barrier_client", "nb"},
+                                         ClientCase{"coll_client", "bcast"},
+                                         ClientCase{"coll_client", "reduce"}),
+                       ::testing::Values(1, 2, 4)),
+    [](const auto& info) {
+      const ClientCase& c = std::get<0>(info.param);
+      std::string name =
+          absl::StrCat(c.client, "_", c.mode, "_n", std::get<1>(info.param));
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+// Exit paths at 4 ranks (the exiter is rank 3).
+class PmixExitJobTest : public ::testing::Test {
+ protected:
+  PmixJobResult RunExit(const std::string& mode, int code) {
+    job_id_ = NewTestJobId();
+    return RunClient("exit_client", 4, {mode, absl::StrCat(code)}, {job_id_});
+  }
+  void ExpectClean(const PmixJobResult& r) {
+    EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+    EXPECT_THAT(ShmLeft(job_id_), ::testing::IsEmpty()) << Describe(r);
+  }
+  std::string job_id_;
+};
+
+TEST_F(PmixExitJobTest, CollectiveExitCodeAndWholeLines) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunExit("collective", 3);
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  // The lines each rank left in its stdio buffer arrive, whole.
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_THAT(r.out,
+                  HasSubstr(absl::StrFormat("rank %d line %d\n", rank, k)))
+          << Describe(r);
+    }
+  }
+  ExpectClean(r);
+}
+
+TEST_F(PmixExitJobTest, CollectiveExitZero) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunExit("collective", 0);
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  ExpectClean(r);
+}
+
+// gasnet_exit(3) on one rank while the others poll: the exit protocol (over
+// AMs) takes the others down with the same code.
+TEST_F(PmixExitJobTest, OneRankGasnetExit) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunExit("spin", 3);
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  ExpectClean(r);
+}
+
+// exit(3) behind GASNet's back: the launcher sees a rank fail and ends the
+// job; nonzero, nothing survives.
+TEST_F(PmixExitJobTest, OneRankExitsThree) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunExit("exit-one", 3);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  ExpectClean(r);
+}
+
+TEST_F(PmixExitJobTest, OneRankKilled) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunExit("sigkill", 9);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  ExpectClean(r);
+}
+
+// A program that PMIX_* variables say was launched, with no server: a
+// clear message and a nonzero exit, not a hang or a silent singleton.
+TEST(PmixBadInputTest, NoServerIsAClearError) {
+  PmixJobSpec spec;
+  spec.program = Client("am_client");
+  spec.args = {"args"};
+  spec.launcher = {"/usr/bin/env"};
+  spec.env = {"PMIX_RANK=0",       "PMIX_NAMESPACE=nosuchjob",
+              "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
+              "PMIX_SERVER_URI3",  "PMIX_SERVER_URI2",
+              "PMIX_SERVER_URI21", "GEX_BOOTSTRAP_FD"};
+  spec.limit = absl::Seconds(30);
+  PmixJobResult r = RunPmixJob(spec);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("no PMIx server answered PMIx_Init"))
+      << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("srun --mpi=pmix")) << Describe(r);
+}
+
+}  // namespace
+}  // namespace gexrt::testing

@@ -1,0 +1,108 @@
+// Running jobs under real PMIx launchers from a test, and the one-node
+// Slurm cluster those tests start themselves.
+//
+// Ranks under srun are not children of the test (slurmd starts them through
+// slurmstepd), so "no rank survives" is judged by command line: every
+// process whose command line holds the job's program path must be gone
+// within a bound once the launcher has exited (a bounded poll, then the
+// leftovers are named and killed).
+//
+//   SlurmCluster cluster;
+//   if (absl::Status s = cluster.Start(); !s.ok()) GTEST_SKIP() << s;
+//   PmixJobResult r = RunPmixJob({cluster.Srun(4), program, {"args"}});
+//   cluster.Stop();  // also done by the destructor
+#ifndef GEX_TESTS_PMIX_PMIX_TESTING_H_
+#define GEX_TESTS_PMIX_PMIX_TESTING_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace gexrt::testing {
+
+// The full path of `name` on PATH, or "" when it is not installed.
+std::string FindProgram(const std::string& name);
+
+struct PmixJobSpec {
+  // The launcher's words before the program ("mpirun", "-n", "4", ...).
+  std::vector<std::string> launcher;
+  std::string program;  // An absolute path.
+  std::vector<std::string> args;
+  // "NAME=value" added to the test's environment ("NAME" alone unsets it;
+  // a later entry for a name wins).
+  std::vector<std::string> env;
+  absl::Duration limit = absl::Seconds(90);
+};
+
+struct PmixJobResult {
+  int exit_code = -1;  // The launcher's, or 128+signal.
+  std::string out, err;
+  // Processes running `program` still alive 20 s after the launcher
+  // exited ("pid cmdline"); killed before return.
+  std::vector<std::string> survivors;
+  std::string command;
+};
+
+// Runs the launcher with the program; a launcher that outlives `limit` is
+// killed (and the job fails).
+PmixJobResult RunPmixJob(const PmixJobSpec& spec);
+
+// "mpirun --allow-run-as-root --oversubscribe -n <n>" (Open MPI 4.1: root
+// is allowed, and more ranks than CPUs), or empty when mpirun is missing.
+std::vector<std::string> MpirunLauncher(int n);
+
+// Environment every mpirun job gets: the hash data store (the default one
+// prints a harmless error here), and a short TMPDIR (the PMIx server's
+// socket lives there; Bazel's is too long for a socket path).
+std::vector<std::string> MpirunEnv();
+
+// "GEX_JOB_ID=<id>" for a job whose shared-memory objects the test wants to
+// find afterwards (/dev/shm/GASNT<id>.*): PMIx launchers set no job id of
+// ours, so the test picks one.
+std::string NewTestJobId();
+
+// A one-node Slurm cluster on this machine: munged, slurmctld and slurmd in
+// the foreground, each with a private socket, port, state and log under a
+// temporary directory, started by pid and stopped by pid (SIGTERM, then
+// SIGKILL after a bound); each also dies with the test process
+// (PR_SET_PDEATHSIG).
+class SlurmCluster {
+ public:
+  SlurmCluster() = default;
+  SlurmCluster(const SlurmCluster&) = delete;
+  SlurmCluster& operator=(const SlurmCluster&) = delete;
+  ~SlurmCluster() { Stop(); }
+
+  // Starts the daemons and waits (bounded) for the node to be idle. An
+  // error says which daemon could not start and why (its log's tail): the
+  // caller skips.
+  absl::Status Start();
+  // Stops every daemon it started and waits for the job steps' slurmstepd
+  // processes to end. Idempotent.
+  void Stop();
+
+  // "srun --mpi=pmix -K1 -O -n <n>" (-K1: a failed rank ends the step;
+  // -O: more ranks than CPUs).
+  std::vector<std::string> Srun(int n) const;
+  // SLURM_CONF=<the cluster's slurm.conf>, for srun and friends.
+  std::string ConfEnv() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  absl::Status StartDaemon(const std::string& name,
+                           const std::vector<std::string>& argv);
+  absl::Status WaitForIdleNode();
+  std::string LogTail(const std::string& name) const;
+
+  std::string dir_;
+  std::string conf_;
+  std::vector<std::pair<std::string, pid_t>> daemons_;  // Start order.
+};
+
+}  // namespace gexrt::testing
+
+#endif  // GEX_TESTS_PMIX_PMIX_TESTING_H_
