@@ -23,6 +23,7 @@
 #include "bootstrap/spawn/control_node.h"
 #include "bootstrap/spawn/host_list.h"
 #include "bootstrap/spawn/job_secret.h"
+#include "bootstrap/spawn/pmi_spawner.h"
 #include "bootstrap/spawn/shell_words.h"
 #include "bootstrap/spawn/ssh_plan.h"
 #include "bootstrap/spawn/tcp.h"
@@ -271,12 +272,6 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
     Print(tool, std::string(spawner.status().message()));
     return kUsageError;
   }
-  if (*spawner == SpawnerKind::kPmi) {
-    Print(tool,
-          "-spawner=pmi: PMIx spawning is not available in this build; use "
-          "-spawner=fork (one host) or -spawner=ssh");
-    return kUsageError;
-  }
   if (*spawner == SpawnerKind::kFork && opts.nodes > 1) {
     Print(tool, absl::StrFormat("-N %d: the fork spawner runs every rank on "
                                 "this host; use -spawner=ssh for more hosts",
@@ -288,6 +283,10 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   if (!program.ok()) {
     Print(tool, std::string(program.status().message()));
     return kStartError;
+  }
+  // The external launcher starts, watches and ends the ranks itself.
+  if (*spawner == SpawnerKind::kPmi) {
+    return RunPmiJob(tool, opts, *program, conduit.cleanup);
   }
   if (opts.ranks > static_cast<int64_t>(UINT32_MAX) - 1) {
     Print(tool, absl::StrFormat("-n %d is too many ranks", opts.ranks));
