@@ -198,6 +198,78 @@ TEST_F(PmixExitJobTest, OneRankKilled) {
   ExpectClean(r);
 }
 
+// gasnetrun_smp -spawner=pmi hands the job to this binary's launcher: the
+// default template picks srun when SLURM_CONF names the cluster's
+// configuration, else mpirun.
+PmixJobSpec SpawnerJob(int n, const std::string& client,
+                       const std::vector<std::string>& args) {
+  PmixJobSpec spec;
+  spec.launcher = {Runfile("tools/gasnetrun_smp"), "-spawner=pmi", "-n",
+                   absl::StrCat(n)};
+  spec.program = Client(client);
+  spec.args = args;
+  spec.env = {"GASNET_SUPERNODE_MAXSIZE", "GASNET_SMP_SPAWNER",
+              "GASNET_PMI_LAUNCHER", "TMPDIR=/tmp"};
+  if (g_cluster != nullptr) {
+    spec.env.push_back(g_cluster->ConfEnv());
+  } else {
+    spec.env.push_back("SLURM_CONF");
+  }
+  return spec;
+}
+
+TEST(PmixSpawnerTest, GasnetrunRunsTheJob) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobSpec spec = SpawnerJob(4, "am_client", {"args"});
+  spec.env.push_back("GASNET_VERBOSEENV");
+  PmixJobResult r = RunPmixJob(spec);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("rank %d: args ok", rank)))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+}
+
+TEST(PmixSpawnerTest, TheDefaultTemplatePicksThisLauncher) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobSpec spec = SpawnerJob(4, "am_client", {"args"});
+  spec.launcher.push_back("-t");
+  PmixJobResult r = RunPmixJob(spec);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.out,
+              HasSubstr(g_cluster != nullptr ? "srun --mpi=pmix" : "mpirun "))
+      << Describe(r);
+}
+
+TEST(PmixSpawnerTest, ExitCodeThroughGasnetrun) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobSpec spec = SpawnerJob(4, "exit_client", {"spin", "3"});
+  // The variable form of -spawner.
+  spec.launcher = {Runfile("tools/gasnetrun_smp"), "-n", "4"};
+  spec.env.push_back("GASNET_SMP_SPAWNER=pmi");
+  PmixJobResult r = RunPmixJob(spec);
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+}
+
+TEST(PmixSpawnerTest, MalformedTemplateIsAClearError) {
+  PmixJobSpec spec = SpawnerJob(2, "am_client", {"args"});
+  spec.env.push_back("GASNET_PMI_LAUNCHER=mpirun -n %n [ -N %N");
+  PmixJobResult r = RunPmixJob(spec);
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("GASNET_PMI_LAUNCHER")) << Describe(r);
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("args ok"))) << Describe(r);
+}
+
+TEST(PmixSpawnerTest, NoLauncherInstalledIsAClearError) {
+  PmixJobSpec spec = SpawnerJob(2, "am_client", {"args"});
+  spec.env.push_back("PATH=/nonexistent");
+  PmixJobResult r = RunPmixJob(spec);
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("no PMIx launcher found")) << Describe(r);
+}
+
 // A program that PMIX_* variables say was launched, with no server: a
 // clear message and a nonzero exit, not a hang or a silent singleton.
 TEST(PmixBadInputTest, NoServerIsAClearError) {
