@@ -297,15 +297,12 @@ absl::Status UcxConduit::ConnectPeers(const NodeMap& map) {
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_ || map.SameSupernode(rank_, r)) continue;
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    // UCP_ERR_HANDLING_MODE_PEER would let a failed peer reach a handler
+    // instead of UCX's log, but UCX 1.13 then refuses its shared-memory
+    // transports (posix, sysv: "unreachable"). A lost peer is the
+    // launcher's to report: it ends the job.
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     ep.address = reinterpret_cast<const ucp_address_t*>(&all[longest * r]);
-    // A peer that fails reaches OnEpError instead of ending this process
-    // inside UCX.
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = &UcxConduit::OnEpError;
-    ep.err_handler.arg = this;
     s = ucp_ep_create(worker_, &ep, &eps_[r]);
     if (s != UCS_OK) {
       eps_[r] = nullptr;
@@ -424,23 +421,6 @@ void UcxConduit::Fini() {
   worker_ = nullptr;
   if (context_ != nullptr) ucp_cleanup(context_);
   context_ = nullptr;
-}
-
-void UcxConduit::OnEpError(void* arg, ucp_ep_h ep, ucs_status_t status) {
-  auto* self = static_cast<UcxConduit*>(arg);
-  // Peers close their endpoints as they finish; errors then are expected.
-  if (self->finishing_.load(std::memory_order_relaxed) ||
-      exit::ExitInProgress()) {
-    return;
-  }
-  Rank peer = self->size_;
-  for (Rank r = 0; r < self->eps_.size(); ++r) {
-    if (self->eps_[r] == ep) peer = r;
-  }
-  FatalErrorF(
-      "ucx conduit: rank %u: the connection to rank %u failed (%s): the "
-      "peer has probably ended",
-      self->rank_, peer, StatusText(status));
 }
 
 UcxStats UcxConduit::stats() const {
@@ -603,6 +583,14 @@ int UcxConduit::Poll() {
     n += DrainQueue(/*replies=*/false, kPollBudget);
   }
   return n;
+}
+
+void UcxConduit::ProgressSends() {
+  // UCX's progress runs no handler of ours: the receive callback only
+  // queues. So it is safe inside a bootstrap collective's wait, and it
+  // moves both our queued sends and UCX's wire-up.
+  if (closed_.load(std::memory_order_relaxed) || worker_ == nullptr) return;
+  ucp_worker_progress(worker_);
 }
 
 int UcxConduit::Progress(bool replies_only) {

@@ -86,6 +86,7 @@ class UcxConduit final : public core::Conduit {
   core::SendStatus Reply(void* reply, const core::Outbound& m,
                          bool immediate) override;
   int Poll() override;
+  void ProgressSends() override;
   absl::Status AttachSegment(void* base, size_t size) override;
   bool Put(Rank rank, void* dest, const void* src, size_t len, bool immediate,
            rma::Counter& rc, rma::Counter* lc) override;
@@ -111,7 +112,6 @@ class UcxConduit final : public core::Conduit {
   static ucs_status_t OnAm(void* arg, const void* header, size_t header_length,
                            void* data, size_t length,
                            const ucp_am_recv_param_t* param);
-  static void OnEpError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   absl::Status CreateContext();
   absl::Status ConnectPeers(const NodeMap& map);
