@@ -22,6 +22,7 @@
 #include "base/job_rank.h"
 #include "base/string_view.h"
 #include "bootstrap/bootstrap_timeout.h"
+#include "bootstrap/current_call.h"
 
 namespace gexrt {
 namespace {
@@ -409,11 +410,13 @@ void PmixBootstrap::Fence(std::string_view call, uint32_t seq, bool collect) {
     FatalErrorF("bootstrap %s #%d: PMIx_Fence: %s", call, seq, PmixError(s));
   }
   if (!p->WaitUntil(absl::Now() + timeout_)) {
+    const char* in_call = CurrentCall();
     FatalErrorF(
-        "bootstrap %s #%d: the PMIx fence over the %d ranks of namespace "
+        "%sbootstrap %s #%d: the PMIx fence over the %d ranks of namespace "
         "'%s' did not complete within %s: a rank did not join it, or the "
         "PMIx server (%s) stopped answering (GASNET_BOOTSTRAP_TIMEOUT)",
-        call, seq, size_, nspace_, absl::FormatDuration(timeout_), launcher_);
+        in_call != nullptr ? absl::StrCat(in_call, ": ") : std::string(), call,
+        seq, size_, nspace_, absl::FormatDuration(timeout_), launcher_);
   }
   const pmix_status_t done = p->status;
   delete p;

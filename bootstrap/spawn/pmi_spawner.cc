@@ -104,7 +104,8 @@ int RunPmiJob(const std::string& tool, const LaunchOptions& options,
     return 0;
   }
   if (options.verbose) {
-    Print(tool, absl::StrFormat("pmi spawner: %s", ShellJoin(*argv)));
+    Print(tool, absl::StrFormat("pmi spawner: job %s: %s", *job_id,
+                                ShellJoin(*argv)));
   }
 
   std::vector<char*> args;

@@ -253,6 +253,30 @@ TEST(PmixSpawnerTest, ExitCodeThroughGasnetrun) {
   EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
 }
 
+// A rank that never joins a bootstrap collective (it waits in a barrier
+// over AMs while the others attach their segments): the others' fence runs
+// out after GASNET_BOOTSTRAP_TIMEOUT with a message naming the call, the
+// fence and the setting, and the job ends. Run through gasnetrun: a rank
+// that dies while its shared objects still have names leaves them behind,
+// and removing them by the job's id is the launcher's part (gasnetrun's
+// clean-up; a job started by srun or mpirun directly has none).
+TEST(PmixSpawnerTest, BootstrapTimeoutNamesTheFence) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobSpec spec = SpawnerJob(3, "exit_client", {"mismatch", "1"});
+  spec.launcher.push_back("-v");
+  spec.env.push_back("GASNET_BOOTSTRAP_TIMEOUT=3");
+  PmixJobResult r = RunPmixJob(spec);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("within 3s")) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("GASNET_BOOTSTRAP_TIMEOUT")) << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+  const size_t at = r.err.find("pmi spawner: job ");
+  ASSERT_NE(at, std::string::npos) << Describe(r);
+  const std::string id =
+      r.err.substr(at + 17, r.err.find(':', at + 17) - (at + 17));
+  EXPECT_THAT(ShmLeft("GEX_JOB_ID=" + id), ::testing::IsEmpty()) << Describe(r);
+}
+
 TEST(PmixSpawnerTest, MalformedTemplateIsAClearError) {
   PmixJobSpec spec = SpawnerJob(2, "am_client", {"args"});
   spec.env.push_back("GASNET_PMI_LAUNCHER=mpirun -n %n [ -N %N");
