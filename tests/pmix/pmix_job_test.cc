@@ -137,6 +137,68 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The Bootstrap interface itself (tests/bootstrap's client): barrier,
+// allgather, alltoall and broadcast from every root at several sizes,
+// contents checked, over PMIx.
+PmixJobResult RunBootstrapClient(int n, const std::vector<std::string>& args,
+                                 std::vector<std::string> env = {}) {
+  PmixJobSpec spec;
+  spec.program = Runfile("tests/bootstrap/bootstrap_client");
+  spec.args = args;
+  spec.env = MpirunEnv();
+  spec.env.push_back("GASNET_SUPERNODE_MAXSIZE");
+  if (g_cluster != nullptr) {
+    spec.launcher = g_cluster->Srun(n);
+    spec.env.push_back(g_cluster->ConfEnv());
+  } else {
+    spec.launcher = MpirunLauncher(n);
+  }
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
+  return RunPmixJob(spec);
+}
+
+class PmixBootstrapCollectivesTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PmixBootstrapCollectivesTest, ContentsChecked) {
+  SKIP_WITHOUT_LAUNCHER();
+  const int n = GetParam();
+  PmixJobResult r = RunBootstrapClient(n, {"collectives"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_THAT(
+        r.out, HasSubstr(absl::StrFormat("rank %d/%d collectives ok", rank, n)))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, PmixBootstrapCollectivesTest,
+                         ::testing::Values(1, 2, 4, 8));
+
+// One host: every rank in host 0 of 1, one supernode (the node map from
+// our host identity agrees with what PMIx says, so no warning).
+TEST(PmixBootstrapTest, NodeMapOneHost) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunBootstrapClient(4, {"nodemap"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat(
+                           "rank %d/4 host 0/1 supernode 0/1", rank)))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("WARNING"))) << Describe(r);
+}
+
+// Bootstrap::Abort(7) on rank 1 while the others wait in a barrier:
+// PMIx_Abort ends the whole job, nonzero (mpirun passes the code on).
+TEST(PmixBootstrapTest, AbortEndsTheJob) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r = RunBootstrapClient(3, {"abort", "7", "1"});
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  if (g_cluster == nullptr) EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+}
+
 // Exit paths at 4 ranks (the exiter is rank 3).
 class PmixExitJobTest : public ::testing::Test {
  protected:
