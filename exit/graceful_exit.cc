@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/env/parse.h"
+#include "base/env/settings.h"
 #include "base/job_rank.h"
 #include "base/pre_exit.h"
 #include "base/stderr_line.h"
@@ -30,6 +31,11 @@ constexpr int64_t kReduceWindowNs = 500'000'000;
 // launcher).
 constexpr int64_t kElectWindowNs = 100'000'000;
 constexpr int64_t kReplyWindowNs = 200'000'000;
+// GEX_EXIT_STEP_SCALE (a debug setting, like GEX_EXIT_GROUP): the three
+// windows above times this, 1 to 100 (default 1). Tests that count the
+// protocol's messages set it, so that a host loaded by other jobs does not
+// push a step onto its fallback and change the count.
+constexpr char kStepScale[] = "GEX_EXIT_STEP_SCALE";
 
 enum class Outcome { kReduced, kLeader, kMember, kHandedOff, kFailed };
 
@@ -52,6 +58,7 @@ const char* OutcomeName(Outcome o) {
 struct State {
   Environment env;
   bool report = false;
+  int64_t step_scale = 1;
   std::atomic<int> first_code{kNoCode};
   std::atomic<bool> body_claimed{false};
 };
@@ -88,6 +95,8 @@ void Install(const Environment& env) {
   auto* s = new State;
   s->env = env;
   s->report = env::FlagEnabled("GEX_EXIT_REPORT");
+  // Read now: the exit itself may run in a signal handler.
+  s->step_scale = env::GetInt(kStepScale, 1, 1, 100);
   g_state.store(s);
   env.protocol->Join(static_cast<int32_t>(getpid()));
   env.protocol->SetLauncher(env.bootstrap);
@@ -146,19 +155,22 @@ int ExitBody() {
   int code = own;
   bool coordinated = false;
   Outcome outcome = Outcome::kFailed;
-  const int reduced = p.Reduce(own, start + std::min(t / 2, kReduceWindowNs));
+  const int64_t scale = s->step_scale;
+  const int reduced =
+      p.Reduce(own, start + std::min(t / 2, scale * kReduceWindowNs));
   if (reduced >= 0) {
     code = reduced;
     coordinated = true;
     outcome = Outcome::kReduced;
   } else {
-    switch (p.Elect(own, MonotonicNanos() + std::min(t / 8, kElectWindowNs),
+    switch (p.Elect(own,
+                    MonotonicNanos() + std::min(t / 8, scale * kElectWindowNs),
                     start + t * 3 / 4)) {
       case Role::kLeader:
         outcome = Outcome::kLeader;
-        coordinated =
-            p.Lead(own, MonotonicNanos() + std::min(t / 4, kReplyWindowNs),
-                   start + t * 9 / 10);
+        coordinated = p.Lead(
+            own, MonotonicNanos() + std::min(t / 4, scale * kReplyWindowNs),
+            start + t * 9 / 10);
         break;
       case Role::kMember:
         outcome = Outcome::kMember;
