@@ -80,6 +80,9 @@ absl::StatusOr<Settings> ReadSettings() {
   const std::string recv_size =
       absl::AsciiStrToLower(env::GetString("GASNET_OFI_RECEIVE_BUFF_SIZE", ""));
   s.multi_recv = recv_size != "recv" && !s.tagged_am;
+  s.receive_buff_size_set = !recv_size.empty();
+  s.num_receive_buffs_set =
+      env::GetRaw("GASNET_OFI_NUM_RECEIVE_BUFFS").has_value();
   if (recv_size != "recv") {
     GEX_ASSIGN_OR_RETURN(s.receive_buff_size,
                          Size("GASNET_OFI_RECEIVE_BUFF_SIZE", 1 << 20, 1024));

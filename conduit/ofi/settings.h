@@ -31,6 +31,10 @@ struct Settings {
   bool multi_recv = true;
   size_t num_receive_buffs = 8;
   size_t receive_buff_size = 1 << 20;
+  // Whether the two were set (the conduit picks plain receives itself for
+  // a provider whose multi-receive buffers are not safe, unless told).
+  bool receive_buff_size_set = false;
+  bool num_receive_buffs_set = false;
   // GASNET_OFI_MAX_REQUEST_BUFFS / _MAX_REPLY_BUFFS and the initial
   // counts (_NUM_INITIAL_REQUEST_BUFFS / _REPLY_BUFFS).
   size_t max_request_buffs = 1024;
