@@ -69,7 +69,8 @@ absl::Status CheckTransportList(const char* variable, const std::string& value);
 
 // While alive, the variables of kOwnVariables are absent from the
 // environment (unset, restored by the destructor). Only for the single-
-// threaded moment of ucp_config_read and ucp_init.
+// threaded moment of ucp_config_read, ucp_init and the first
+// ucp_worker_create (where UCX reports unused variables).
 class HiddenOwnVariables {
  public:
   HiddenOwnVariables();

@@ -107,13 +107,14 @@ TEST_F(UcxSettingsTest, HiddenOwnVariablesAreRestored) {
 }
 
 // Against the real UCX: with ours hidden, ucp_init reads GASNET_UCX_TLS
-// and succeeds; UCX's unused-variable report (on stderr) names none of
-// ours.
+// and succeeds; UCX's unused-variable report names none of ours.
 TEST_F(UcxSettingsTest, UcxReadsItsKeysButNotOurs) {
   setenv("GASNET_UCX_TLS", "self", 1);
   setenv("GASNET_UCX_SPAWNER", "fork", 1);
   setenv("GASNET_UCX_MAX_MEDIUM", "1024", 1);
   testing::internal::CaptureStderr();
+  // UCX logs to stdout by default.
+  testing::internal::CaptureStdout();
   ucp_context_h context = nullptr;
   ucs_status_t s;
   {
@@ -125,8 +126,16 @@ TEST_F(UcxSettingsTest, UcxReadsItsKeysButNotOurs) {
     params.features = UCP_FEATURE_AM;
     s = ucp_init(&params, config, &context);
     ucp_config_release(config);
+    // UCX reports unused variables when the first worker is created.
+    if (s == UCS_OK) {
+      ucp_worker_params_t wp{};
+      ucp_worker_h worker = nullptr;
+      ASSERT_EQ(ucp_worker_create(context, &wp, &worker), UCS_OK);
+      ucp_worker_destroy(worker);
+    }
   }
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = testing::internal::GetCapturedStderr() +
+                          testing::internal::GetCapturedStdout();
   ASSERT_EQ(s, UCS_OK) << err;
   ucp_cleanup(context);
   EXPECT_EQ(err.find("GASNET_UCX_SPAWNER"), std::string::npos) << err;

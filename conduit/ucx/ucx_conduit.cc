@@ -158,10 +158,10 @@ absl::Status UcxConduit::CreateContext() {
   ucp_config_t* config = nullptr;
   ucs_status_t s;
   {
-    // UCX reads GASNET_UCX_<key> (and UCX_<key>) for this context, and at
-    // the end of ucp_init warns about every GASNET_UCX_* it did not use:
-    // ours are out of its sight meanwhile (bug 4301, fixed rather than
-    // silenced, so a misspelt UCX key under our prefix still warns).
+    // UCX reads GASNET_UCX_<key> (and UCX_<key>) for this context, and when
+    // the first worker is created it warns about every GASNET_UCX_* it did
+    // not use: ours are out of its sight meanwhile (bug 4301, fixed rather
+    // than silenced, so a misspelt UCX key under our prefix still warns).
     const HiddenOwnVariables hidden;
     s = ucp_config_read("GASNET", nullptr, &config);
     if (s != UCS_OK) {
@@ -178,27 +178,28 @@ absl::Status UcxConduit::CreateContext() {
     params.estimated_num_eps = size_;
     s = ucp_init(&params, config, &context_);
     ucp_config_release(config);
-  }
-  if (s != UCS_OK) {
-    context_ = nullptr;
-    return absl::UnavailableError(absl::StrFormat(
-        "ucx conduit: rank %u: UCX found no usable transport (%s) with "
-        "GASNET_UCX_TLS=%s and GASNET_UCX_NET_DEVICES=%s (UCX_TLS=%s, "
-        "UCX_NET_DEVICES=%s); `ucx_info -d` lists what this host has",
-        rank_, StatusText(s), settings_.tls.empty() ? "(unset)" : settings_.tls,
-        settings_.net_devices.empty() ? "(unset)" : settings_.net_devices,
-        getenv("UCX_TLS") ? getenv("UCX_TLS") : "(unset)",
-        getenv("UCX_NET_DEVICES") ? getenv("UCX_NET_DEVICES") : "(unset)"));
-  }
-  ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode =
-      thread_safe_ ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE;
-  s = ucp_worker_create(context_, &wp, &worker_);
-  if (s != UCS_OK) {
-    worker_ = nullptr;
-    return absl::InternalError(
-        absl::StrFormat("ucx conduit: ucp_worker_create: %s", StatusText(s)));
+    if (s != UCS_OK) {
+      context_ = nullptr;
+      return absl::UnavailableError(absl::StrFormat(
+          "ucx conduit: rank %u: UCX found no usable transport (%s) with "
+          "GASNET_UCX_TLS=%s and GASNET_UCX_NET_DEVICES=%s (UCX_TLS=%s, "
+          "UCX_NET_DEVICES=%s); `ucx_info -d` lists what this host has",
+          rank_, StatusText(s),
+          settings_.tls.empty() ? "(unset)" : settings_.tls,
+          settings_.net_devices.empty() ? "(unset)" : settings_.net_devices,
+          getenv("UCX_TLS") ? getenv("UCX_TLS") : "(unset)",
+          getenv("UCX_NET_DEVICES") ? getenv("UCX_NET_DEVICES") : "(unset)"));
+    }
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode =
+        thread_safe_ ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE;
+    s = ucp_worker_create(context_, &wp, &worker_);
+    if (s != UCS_OK) {
+      worker_ = nullptr;
+      return absl::InternalError(
+          absl::StrFormat("ucx conduit: ucp_worker_create: %s", StatusText(s)));
+    }
   }
   ucp_am_handler_param_t hp{};
   hp.field_mask =
