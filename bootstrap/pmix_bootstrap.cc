@@ -602,12 +602,11 @@ void PmixBootstrap::Fini() {
   finalized_ = true;
   PmixBootstrap* self = this;
   g_instance.compare_exchange_strong(self, nullptr);
-  // Not collective (no PMIX_EMBED_BARRIER); bounded like every other wait.
-  Bounded(timeout_,
-          absl::StrFormat("bootstrap fini: PMIx_Finalize did not return "
-                          "(PMIx server: %s)",
-                          launcher_),
-          [] { PMIx_Finalize(nullptr, 0); });
+  // Not collective (no PMIX_EMBED_BARRIER). No watchdog thread here: the
+  // exit path that calls Fini runs under exit/'s exit alarm
+  // (GASNET_EXITTIMEOUT), which bounds this wait, and may run in a context
+  // where starting a thread is unwise.
+  PMIx_Finalize(nullptr, 0);
 }
 
 }  // namespace gexrt

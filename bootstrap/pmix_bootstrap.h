@@ -21,7 +21,9 @@
 // length, so a rank that calls a different collective, or passes another
 // length, is a fatal error naming it.
 //
-// Every wait (PMIx_Init included) is bounded by GASNET_BOOTSTRAP_TIMEOUT:
+// Every wait (PMIx_Init included; PMIx_Finalize is bounded by the exit
+// path's GASNET_EXITTIMEOUT alarm instead) is bounded by
+// GASNET_BOOTSTRAP_TIMEOUT:
 // a fence that does not complete is a fatal error naming the fence and the
 // launcher (PMIx cannot say which rank is missing); a get that does not
 // answer names the rank whose data did not come.
