@@ -258,6 +258,10 @@ std::string LaunchUsage(std::string_view tool_name) {
       "  -k                       keep temporary files (implies -v)\n"
       "  -spawner=(fork|ssh|pmi)  use this spawner (overrides "
       "GASNET_<CONDUIT>_SPAWNER)\n"
+      "                           (pmi: through srun --mpi=pmix or mpirun; "
+      "GASNET_PMI_LAUNCHER\n"
+      "                           sets the command, e.g. 'srun --mpi=pmix "
+      "-n %%n %%P')\n"
       "  -h, --help               print this text and exit\n",
       tool_name);
 }
