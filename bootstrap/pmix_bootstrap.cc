@@ -405,6 +405,10 @@ void PmixBootstrap::Fence(std::string_view call, uint32_t seq, bool collect) {
   info.Int(PMIX_TIMEOUT, TimeoutSeconds(timeout_));
   auto* p = new Pending();
   pmix_status_t s = PMIx_Fence_nb(nullptr, 0, info.info, info.n, &OnOpDone, p);
+  if (s == PMIX_OPERATION_SUCCEEDED) {  // Done at once; no callback comes.
+    delete p;
+    return;
+  }
   if (s != PMIX_SUCCESS) {
     delete p;
     FatalErrorF("bootstrap %s #%d: PMIx_Fence: %s", call, seq, PmixError(s));
@@ -452,6 +456,13 @@ std::string PmixBootstrap::Get(std::string_view call, uint32_t seq, Rank peer,
         "bootstrap %s #%d: rank %d's data did not arrive within %s "
         "(GASNET_BOOTSTRAP_TIMEOUT; PMIx server: %s)",
         call, seq, peer, absl::FormatDuration(timeout_), launcher_);
+  }
+  if (p->status == PMIX_ERR_NOT_FOUND) {
+    delete p;
+    FatalErrorF(
+        "bootstrap %s #%d: rank %d contributed nothing to it (did it call "
+        "another collective, or Barrier, at this point?)",
+        call, seq, peer);
   }
   if (p->status != PMIX_SUCCESS || p->type != PMIX_BYTE_OBJECT) {
     const pmix_status_t st = p->status;
