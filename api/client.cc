@@ -18,6 +18,7 @@
 #include "api/coll.h"
 #include "api/endpoint.h"
 #include "api/event.h"
+#include "api/ratomic.h"
 #include "api/rma.h"
 #include "api/runtime.h"
 #include "api/team.h"
@@ -90,6 +91,8 @@ int ClientInit(InitOptions options, gex_Client_t* client_p, gex_EP_t* ep_p,
   RmaInit(*rt);
   // VIS's handlers (fixed indices 124-127), for the same reason.
   VisInit(*rt);
+  // The remote atomics' (fixed indices 120-121), likewise.
+  RatomicInit(*rt);
   CollInit(*rt);
   rt->barrier.AttachShared();  // Collective: the supernode's barrier flags.
   core::ExitInit(*rt);  // Collective: the exit cells; signals and on_exit.

@@ -28,10 +28,11 @@
 // generic AM path. core/conduit.h has no such hook yet (issue 21 item 4).
 //
 // Internal handler indices 120-123 are reserved for remote atomics (120
-// request, 121 reply, 122-123 spare); they are fixed rather than taken
-// from the lowest free index because they are registered at the first
-// gex_AD_Create, after init, when the dynamic order of other layers'
-// registrations no longer says which index is free on every rank.
+// request, 121 reply, 122-123 spare), registered by RatomicInit from
+// gex_Client_Init on every rank (as VIS's are), so that gex_AD_Create
+// needs no synchronisation: a domain over any team may be used at once.
+#include "api/ratomic.h"
+
 #include <cinttypes>
 #include <cstdint>
 #include <cstring>
@@ -273,11 +274,9 @@ void ReplyHandler(void*, int32_t r0, int32_t r1, int32_t c0, int32_t c1,
 }
 
 // Registers the two handlers at the reserved indices, once per process.
-// Returns whether this call did (the caller then synchronises the team so
-// that no request arrives at a rank that has not).
-bool RegisterHandlers(Runtime& rt) {
+void RegisterHandlers(Runtime& rt) {
   std::lock_guard<std::mutex> lock(g_register_mu);
-  if (g_registered) return false;
+  if (g_registered) return;
   am::Entry entries[2];
   entries[0].index = kRequestIndex;
   entries[0].fn = reinterpret_cast<am::HandlerFn>(&RequestHandler);
@@ -292,7 +291,6 @@ bool RegisterHandlers(Runtime& rt) {
   const absl::Status s = rt.handlers.Register(entries, 2, /*internal=*/true);
   if (!s.ok()) FatalErrorF("gex_AD_Create: %s", s.message());
   g_registered = true;
-  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -549,6 +547,10 @@ int OpBlocking(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
 }  // namespace
 }  // namespace gexrt::api
 
+namespace gexrt::api {
+void RatomicInit(Runtime& rt) { RegisterHandlers(rt); }
+}  // namespace gexrt::api
+
 using gexrt::FatalErrorF;
 using gexrt::api::CheckAd;
 using gexrt::api::g_runtime;
@@ -605,13 +607,8 @@ void gex_AD_Create(gex_AD_t* ad_p, gex_TM_t tm, gex_DT_t dt, gex_OP_t ops,
   ad->head.ops = ops;
   ad->subteam = subteam;
   ad->head.key = ad->force_am || subteam ? 0 : _GEX_AD_KEY | dt;
-  // The AM path's handlers are registered by a rank's first domain, and no
-  // member may send one before every member has. Which domain is a rank's
-  // first differs between members once sub-teams have domains of their
-  // own, so every creation ends in a barrier of the team (creation is
-  // collective and rare; the operations are what must be fast).
-  gexrt::api::RegisterHandlers(rt);
-  gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+  // No synchronisation: every rank registered the AM path's handlers at
+  // init (RatomicInit).
   *ad_p = ad;
 }
 
