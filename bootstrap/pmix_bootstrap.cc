@@ -25,6 +25,42 @@
 #include "bootstrap/current_call.h"
 
 namespace gexrt {
+
+// One outstanding non-blocking PMIx call. Completed by PMIx's progress
+// thread; waited for with a deadline. A wait that runs out is followed by
+// a fatal error, so a late callback may still touch it: it is then leaked
+// on purpose rather than freed under the callback's feet.
+struct PmixPending {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  pmix_status_t status = PMIX_SUCCESS;
+  pmix_data_type_t type = PMIX_UNDEF;
+  std::string bytes;    // PMIX_BYTE_OBJECT or PMIX_STRING value.
+  uint64_t number = 0;  // Integer value.
+
+  void Complete(pmix_status_t s) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = s;
+    done = true;
+    cv.notify_all();
+  }
+  // Waits until done or `deadline`; with `slice` set, returns after at
+  // most that long (false: not done yet) so the caller can run its wait
+  // hook between slices.
+  bool WaitUntil(absl::Time deadline,
+                 absl::Duration slice = absl::InfiniteDuration()) {
+    const absl::Time until = std::min(deadline, absl::Now() + slice);
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      const absl::Duration left = until - absl::Now();
+      if (left <= absl::ZeroDuration()) return false;
+      cv.wait_for(lock, absl::ToChronoNanoseconds(left));
+    }
+    return true;
+  }
+};
+
 namespace {
 
 // The live instance, for the fatal-error hook (one per process).
@@ -56,44 +92,14 @@ constexpr size_t kHeaderBytes = 4 + 1 + 8;
 
 std::string_view PmixError(pmix_status_t s) { return PMIx_Error_string(s); }
 
-// One outstanding non-blocking PMIx call. Completed by PMIx's progress
-// thread; waited for with a deadline. A wait that runs out is followed by
-// a fatal error, so a late callback may still touch it: it is then leaked
-// on purpose rather than freed under the callback's feet.
-struct Pending {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  pmix_status_t status = PMIX_SUCCESS;
-  pmix_data_type_t type = PMIX_UNDEF;
-  std::string bytes;    // PMIX_BYTE_OBJECT or PMIX_STRING value.
-  uint64_t number = 0;  // Integer value.
-
-  void Complete(pmix_status_t s) {
-    std::lock_guard<std::mutex> lock(mu);
-    status = s;
-    done = true;
-    cv.notify_all();
-  }
-  bool WaitUntil(absl::Time deadline) {
-    std::unique_lock<std::mutex> lock(mu);
-    while (!done) {
-      const absl::Duration left = deadline - absl::Now();
-      if (left <= absl::ZeroDuration()) return false;
-      cv.wait_for(lock, absl::ToChronoNanoseconds(left));
-    }
-    return true;
-  }
-};
-
 void OnOpDone(pmix_status_t status, void* cbdata) {
-  static_cast<Pending*>(cbdata)->Complete(status);
+  static_cast<PmixPending*>(cbdata)->Complete(status);
 }
 
 // The library keeps ownership of `kv` (it releases it once this returns),
 // so the value is copied out.
 void OnValue(pmix_status_t status, pmix_value_t* kv, void* cbdata) {
-  auto* p = static_cast<Pending*>(cbdata);
+  auto* p = static_cast<PmixPending*>(cbdata);
   if (status == PMIX_SUCCESS && kv != nullptr) {
     std::lock_guard<std::mutex> lock(p->mu);
     p->type = kv->type;
@@ -255,7 +261,7 @@ absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
   PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
   auto get_number = [&](const pmix_proc_t& who, const char* key, bool required,
                         uint64_t* out) -> absl::Status {
-    Pending* p = new Pending();
+    PmixPending* p = new PmixPending();
     InfoArray info;
     info.Bool(PMIX_OPTIONAL, true);  // job facts are local after init
     pmix_status_t s = PMIx_Get_nb(&who, key, info.info, info.n, &OnValue, p);
@@ -399,11 +405,23 @@ void PmixBootstrap::PutCommit(std::string_view call, const std::string& key,
   }
 }
 
+bool PmixBootstrap::Wait(PmixPending* p, absl::Time deadline) const {
+  if (!has_wait_hook()) return p->WaitUntil(deadline);
+  // In slices of a millisecond, driving the conduit's sends between them
+  // (bootstrap.h, SetWaitHook): PMIx's own progress thread completes the
+  // operation meanwhile.
+  while (!p->WaitUntil(deadline, absl::Milliseconds(1))) {
+    if (absl::Now() >= deadline) return false;
+    RunWaitHook();
+  }
+  return true;
+}
+
 void PmixBootstrap::Fence(std::string_view call, uint32_t seq, bool collect) {
   InfoArray info;
   if (collect) info.Bool(PMIX_COLLECT_DATA, true);
   info.Int(PMIX_TIMEOUT, TimeoutSeconds(timeout_));
-  auto* p = new Pending();
+  auto* p = new PmixPending();
   pmix_status_t s = PMIx_Fence_nb(nullptr, 0, info.info, info.n, &OnOpDone, p);
   if (s == PMIX_OPERATION_SUCCEEDED) {  // Done at once; no callback comes.
     delete p;
@@ -413,7 +431,7 @@ void PmixBootstrap::Fence(std::string_view call, uint32_t seq, bool collect) {
     delete p;
     FatalErrorF("bootstrap %s #%d: PMIx_Fence: %s", call, seq, PmixError(s));
   }
-  if (!p->WaitUntil(absl::Now() + timeout_)) {
+  if (!Wait(p, absl::Now() + timeout_)) {
     const char* in_call = CurrentCall();
     FatalErrorF(
         "%sbootstrap %s #%d: the PMIx fence over the %d ranks of namespace "
@@ -443,7 +461,7 @@ std::string PmixBootstrap::Get(std::string_view call, uint32_t seq, Rank peer,
   PMIX_LOAD_PROCID(&who, nspace_.c_str(), peer);
   InfoArray info;
   info.Int(PMIX_TIMEOUT, TimeoutSeconds(timeout_));
-  auto* p = new Pending();
+  auto* p = new PmixPending();
   pmix_status_t s =
       PMIx_Get_nb(&who, key.c_str(), info.info, info.n, &OnValue, p);
   if (s != PMIX_SUCCESS) {
@@ -451,7 +469,7 @@ std::string PmixBootstrap::Get(std::string_view call, uint32_t seq, Rank peer,
     FatalErrorF("bootstrap %s #%d: PMIx_Get of rank %d's data: %s", call, seq,
                 peer, PmixError(s));
   }
-  if (!p->WaitUntil(absl::Now() + timeout_)) {
+  if (!Wait(p, absl::Now() + timeout_)) {
     FatalErrorF(
         "bootstrap %s #%d: rank %d's data did not arrive within %s "
         "(GASNET_BOOTSTRAP_TIMEOUT; PMIx server: %s)",

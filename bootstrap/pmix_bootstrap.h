@@ -21,6 +21,10 @@
 // length, so a rank that calls a different collective, or passes another
 // length, is a fatal error naming it.
 //
+// While a collective waits, the wait hook (bootstrap.h, SetWaitHook) runs
+// every millisecond on the calling thread: PMIx's non-blocking calls
+// complete on its own progress thread, so the wait can be sliced.
+//
 // Every wait (PMIx_Init included; PMIx_Finalize is bounded by the exit
 // path's GASNET_EXITTIMEOUT alarm instead) is bounded by
 // GASNET_BOOTSTRAP_TIMEOUT:
@@ -65,6 +69,8 @@ struct PmixNodeInfo {
   std::vector<Rank> local_peers;  // PMIX_LOCAL_PEERS, ascending.
 };
 
+struct PmixPending;  // One outstanding non-blocking PMIx call.
+
 class PmixBootstrap final : public Bootstrap {
  public:
   // Whether a PMIx server started this process (PMIX_RANK or
@@ -99,6 +105,9 @@ class PmixBootstrap final : public Bootstrap {
  private:
   PmixBootstrap() = default;
 
+  // Waits for a non-blocking PMIx call until `deadline`, running the wait
+  // hook (SetWaitHook) every millisecond meanwhile; false when it ran out.
+  bool Wait(PmixPending* p, absl::Time deadline) const;
   // Puts `value` under `key` (PMIX_GLOBAL) and commits.
   void PutCommit(std::string_view call, const std::string& key,
                  std::string value);
