@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. every Bazel test (unit, multi-process, dependency smoke tests);
 #   2. the base, bootstrap, pshm, am, rma, exit, core and api layers' tests
-#      (the router over the test conduit included), the ofi conduit's unit
-#      tests, and
+#      (the router over the test conduit included), the ofi and ucx
+#      conduits' unit tests (and the AM suite over ucx), and
 #      the launcher's, PSHM's, the C and C++ APIs' end-to-end tests (smp
 #      instances) and the C++/RMA benchmark smoke tests, again under
 #      AddressSanitizer; the layers, the exit paths' jobs and the RMA, VIS,
@@ -55,16 +55,18 @@ run_check() {
 
 run_bazel_tests //...
 # The API suites run once per conduit and provider in //... above; under
-# the sanitizers, the smp instances only (the ofi instances exercise
-# libfabric, which is not instrumented; the socket conduit's instances run
+# the sanitizers, the smp instances only, and ucx's AM suite (the ofi and
+# ucx instances exercise libfabric and UCX, which are not instrumented; the
+# socket conduit's instances run
 # the same API code over core's test conduit, which core's own tests cover
 # under the sanitizers, and would add a third of the run).
 api_sanitized=$(bazel query \
-  'tests(//tests/api/...) except attr(name, "_ofi_|_socket", tests(//tests/api/...))' \
+  'tests(//tests/api/...) except attr(name, "_ofi_|_ucx_|_socket", tests(//tests/api/...))' \
   2>/dev/null)
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
   //tests/pshm/... //am/... //rma/... //exit/... //core/... //tests/core/...
-  //api/... $api_sanitized //conduit/ofi/...
+  //api/... $api_sanitized //conduit/ofi/... //conduit/ucx/...
+  //tests/api:am_job_test_ucx_tcp_sn1
   //examples/...
   //tests/benchmarks:cpp_api_benchmark_smoke_test
   //tests/benchmarks:gex_rma_bench_smoke_test)
@@ -79,7 +81,7 @@ ubsan_api=(//tests/api:rma_job_test //tests/api:vis_job_test
   //tests/api:ratomic_job_test //tests/api:am_job_test
   //tests/api:bad_input_job_test //tests/api:single_rank_test)
 run_bazel_tests --config=ubsan //base/... //bootstrap/... //pshm/... //am/... \
-  //rma/... //exit/... //core/... //api/... //conduit/ofi/... \
+  //rma/... //exit/... //core/... //api/... //conduit/ofi/... //conduit/ucx/... \
   "${ubsan_api[@]}" //tests/exit:exit_job_test_smp \
   //tests/exit:exit_job_test_socket
 # The lock-free queue's threaded tests and the PAR-mode client (threads

@@ -4,12 +4,14 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/optimization.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "am/vocabulary.h"
@@ -76,6 +78,40 @@ constexpr size_t kMaxLong = size_t{1} << 30;
 
 std::string StatusText(ucs_status_t s) { return ucs_status_string(s); }
 
+// A send or RMA to a peer failed (UCX reports a peer that died or left as
+// an endpoint timeout or a reset). That is how a rank learns of an exit
+// that has not reached it yet, so it is not fatal at once: the launcher or
+// the exit protocol ends the job within moments, and only a job still
+// running kPeerLostGrace later ends with this error. One per process (one
+// conduit); the first failure's text is kept.
+constexpr absl::Duration kPeerLostGrace = absl::Seconds(10);
+std::atomic<int64_t> g_peer_lost_deadline_ns{0};
+char g_peer_lost_why[192];
+
+void PeerLost(const char* what, Rank peer, ucs_status_t status) {
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  int64_t none = 0;
+  if (g_peer_lost_deadline_ns.compare_exchange_strong(
+          none, now + absl::ToInt64Nanoseconds(kPeerLostGrace))) {
+    std::snprintf(g_peer_lost_why, sizeof g_peer_lost_why, "%s rank %u: %s",
+                  what, peer, ucs_status_string(status));
+  }
+}
+
+// Fatal once the grace after a failure has run out.
+inline void CheckPeerLost(Rank me) {
+  const int64_t deadline =
+      g_peer_lost_deadline_ns.load(std::memory_order_relaxed);
+  if (ABSL_PREDICT_TRUE(deadline == 0) ||
+      absl::ToUnixNanos(absl::Now()) < deadline) {
+    return;
+  }
+  FatalErrorF(
+      "ucx conduit: rank %u: %s, and the job was not ended within %s (as it "
+      "is when a peer has died or left)",
+      me, g_peer_lost_why, absl::FormatDuration(kPeerLostGrace));
+}
+
 // libucs installs handlers for the fatal signals when it loads (its
 // UCX_HANDLE_ERRORS backtrace), before main; they print UCX's report and
 // end the process their way, so a crash would lose the exit layer's
@@ -108,9 +144,8 @@ void DropLibrarySignalHandlers() {
 // Completion callbacks of nbx operations whose user data is an
 // rma::Counter: the request goes back to UCX, the counter completes.
 void CompleteCounter(void* request, ucs_status_t status, void* user_data) {
-  if (status != UCS_OK && !exit::ExitInProgress()) {
-    FatalErrorF("ucx conduit: an RMA operation failed: %s", StatusText(status));
-  }
+  // (The data did not move; the job is ending, see PeerLost.)
+  if (status != UCS_OK) PeerLost("an RMA operation with", 0, status);
   static_cast<rma::Counter*>(user_data)->Complete();
   ucp_request_free(request);
 }
@@ -578,6 +613,7 @@ void UcxConduit::Deliver(unsigned char* msg, size_t len) {
 
 int UcxConduit::Poll() {
   if (closed_.load(std::memory_order_relaxed)) return 0;
+  CheckPeerLost(rank_);
   int n = static_cast<int>(ucp_worker_progress(worker_));
   if (queued_.load(std::memory_order_acquire) != 0) {
     n += DrainQueue(/*replies=*/true, kPollBudget);
@@ -598,6 +634,7 @@ int UcxConduit::Progress(bool replies_only) {
   if (closed_.load(std::memory_order_relaxed)) {
     return others_.Poll(replies_only);
   }
+  CheckPeerLost(rank_);
   int n = static_cast<int>(ucp_worker_progress(worker_));
   if (queued_.load(std::memory_order_acquire) != 0) {
     n += DrainQueue(/*replies=*/true, kPollBudget);
@@ -676,8 +713,8 @@ void UcxConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
   ucs_status_ptr_t req =
       ucp_put_nbx(eps_[dest], src, len, long_dest, s.rkey, &p);
   if (UCS_PTR_IS_ERR(req)) {
-    FatalErrorF("ucx conduit: rank %u: a Long's payload to rank %u: %s", rank_,
-                dest, StatusText(UCS_PTR_STATUS(req)));
+    PeerLost("a Long's payload to", dest, UCS_PTR_STATUS(req));
+    req = nullptr;
   }
   if (req == nullptr) done.Complete();
   if (!ordered_) {
@@ -688,8 +725,8 @@ void UcxConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
     p.user_data = &flushed;
     req = ucp_ep_flush_nbx(eps_[dest], &p);
     if (UCS_PTR_IS_ERR(req)) {
-      FatalErrorF("ucx conduit: rank %u: flushing to rank %u: %s", rank_, dest,
-                  StatusText(UCS_PTR_STATUS(req)));
+      PeerLost("flushing to", dest, UCS_PTR_STATUS(req));
+      req = nullptr;
     }
     if (req == nullptr) flushed.Complete();
     WaitCounter(flushed, replies_only);
@@ -778,10 +815,7 @@ core::SendStatus UcxConduit::Send(Rank dest, ReplyHandle* reply,
     pool.Put(buffer);
   } else if (UCS_PTR_IS_ERR(req)) {
     pool.Put(buffer);
-    if (!exit::ExitInProgress() && !finishing_.load()) {
-      FatalErrorF("ucx conduit: rank %u: sending to rank %u: %s", rank_, dest,
-                  StatusText(UCS_PTR_STATUS(req)));
-    }
+    PeerLost("sending to", dest, UCS_PTR_STATUS(req));
   }
   if (!credits_only) {
     if (request) {
@@ -906,8 +940,8 @@ bool UcxConduit::Put(Rank rank, void* dest, const void* src, size_t len,
   ucs_status_ptr_t req = ucp_put_nbx(
       eps_[rank], src, len, reinterpret_cast<uint64_t>(dest), s.rkey, &p);
   if (UCS_PTR_IS_ERR(req)) {
-    FatalErrorF("ucx conduit: rank %u: Put to rank %u: %s", rank_, rank,
-                StatusText(UCS_PTR_STATUS(req)));
+    PeerLost("a Put to", rank, UCS_PTR_STATUS(req));
+    req = nullptr;
   }
   if (req == nullptr) local_done->Complete();
   // Remote completion: a flush of the endpoint completes once everything
@@ -915,8 +949,8 @@ bool UcxConduit::Put(Rank rank, void* dest, const void* src, size_t len,
   p.user_data = &rc;
   req = ucp_ep_flush_nbx(eps_[rank], &p);
   if (UCS_PTR_IS_ERR(req)) {
-    FatalErrorF("ucx conduit: rank %u: flushing a Put to rank %u: %s", rank_,
-                rank, StatusText(UCS_PTR_STATUS(req)));
+    PeerLost("flushing a Put to", rank, UCS_PTR_STATUS(req));
+    req = nullptr;
   }
   if (req == nullptr) rc.Complete();
   if (local_done == &local) WaitCounter(local, /*replies_only=*/false);
@@ -941,8 +975,8 @@ bool UcxConduit::Get(void* dest, Rank rank, const void* src, size_t len,
   ucs_status_ptr_t req = ucp_get_nbx(
       eps_[rank], dest, len, reinterpret_cast<uint64_t>(src), s.rkey, &p);
   if (UCS_PTR_IS_ERR(req)) {
-    FatalErrorF("ucx conduit: rank %u: Get from rank %u: %s", rank_, rank,
-                StatusText(UCS_PTR_STATUS(req)));
+    PeerLost("a Get from", rank, UCS_PTR_STATUS(req));
+    req = nullptr;
   }
   if (req == nullptr) rc.Complete();
   return true;

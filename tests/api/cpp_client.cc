@@ -1000,7 +1000,8 @@ void SendAll(std::index_sequence<N...>, int pass) {
   static constexpr size_t kLongSizes[] = {0, 1, 8, 8195, 4097, 30001};
   (SendArity(
        std::make_index_sequence<N>(),
-       N == 16 ? max_medium : kMediumSizes[(N + pass) % 6],
+       N == 16 ? max_medium
+               : std::min(max_medium, kMediumSizes[(N + pass) % 6]),
        N == 15 ? max_long : std::min(max_long, kLongSizes[(N + pass) % 6]),
        pass == 1),
    ...);
