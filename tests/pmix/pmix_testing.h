@@ -35,7 +35,7 @@ struct PmixJobSpec {
   // "NAME=value" added to the test's environment ("NAME" alone unsets it;
   // a later entry for a name wins).
   std::vector<std::string> env;
-  absl::Duration limit = absl::Seconds(90);
+  absl::Duration limit = absl::Seconds(40);
 };
 
 struct PmixJobResult {
