@@ -90,8 +90,9 @@ class Bootstrap {
   // conduit is up: a message queued just before a collective must still
   // leave while this rank waits, and a manual-progress network sends only
   // when driven (the peer waiting for that message would wait forever).
-  // The hook must run no handler. An implementation that cannot wait in
-  // slices (PMIx's fence blocks inside the library) may ignore it.
+  // The hook must run no handler. Both the launcher's channel and PMIx
+  // (whose non-blocking fence and get complete on its own thread) wait in
+  // slices and run it.
   void SetWaitHook(void (*fn)(void*), void* context) {
     wait_hook_ = fn;
     wait_hook_context_ = context;
