@@ -102,6 +102,19 @@ struct ClientCase {
   std::string mode;
 };
 
+// The job exited 0, every rank printed "rank R: <mode> ok", and nothing
+// of it is left (processes, shared memory).
+void ExpectCleanSuccess(const PmixJobResult& r, int n, const std::string& mode,
+                        const std::string& job_id) {
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("rank %d: %s ok", rank, mode)))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+  EXPECT_THAT(ShmLeft(job_id), ::testing::IsEmpty()) << Describe(r);
+}
+
 class PmixClientJobTest
     : public ::testing::TestWithParam<std::tuple<ClientCase, int>> {};
 
@@ -109,15 +122,8 @@ TEST_P(PmixClientJobTest, EveryRankPasses) {
   SKIP_WITHOUT_LAUNCHER();
   const auto& [c, n] = GetParam();
   const std::string job_id = NewTestJobId();
-  PmixJobResult r = RunClient(c.client, n, {c.mode}, {job_id});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  for (int rank = 0; rank < n; ++rank) {
-    EXPECT_THAT(r.out,
-                HasSubstr(absl::StrFormat("rank %d: %s ok", rank, c.mode)))
-        << Describe(r);
-  }
-  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
-  EXPECT_THAT(ShmLeft(job_id), ::testing::IsEmpty()) << Describe(r);
+  ExpectCleanSuccess(RunClient(c.client, n, {c.mode}, {job_id}), n, c.mode,
+                     job_id);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -158,14 +164,7 @@ TEST_P(PmixOfiJobTest, EveryRankPasses) {
       {job_id, "GASNET_SUPERNODE_MAXSIZE=1", "FI_PROVIDER=" + c.provider,
        "FI_TCP_IFACE=lo", "FI_SOCKETS_IFACE=lo"},
       "_pmix_ofi");
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  for (int rank = 0; rank < 4; ++rank) {
-    EXPECT_THAT(r.out,
-                HasSubstr(absl::StrFormat("rank %d: %s ok", rank, c.mode)))
-        << Describe(r);
-  }
-  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
-  EXPECT_THAT(ShmLeft(job_id), ::testing::IsEmpty()) << Describe(r);
+  ExpectCleanSuccess(r, 4, c.mode, job_id);
 }
 
 INSTANTIATE_TEST_SUITE_P(
