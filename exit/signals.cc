@@ -1,5 +1,6 @@
 #include "exit/signals.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
@@ -159,6 +160,30 @@ void ArmExitAlarm(absl::Duration timeout) {
 void DisarmExitAlarm() {
   struct itimerval t = {};
   setitimer(ITIMER_REAL, &t, nullptr);
+}
+
+void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries) {
+  static constexpr int kSignals[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
+                                     SIGSYS,  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  for (int sig : kSignals) {
+    struct sigaction now;
+    if (sigaction(sig, nullptr, &now) != 0) continue;
+    void* fn = (now.sa_flags & SA_SIGINFO) != 0
+                   ? reinterpret_cast<void*>(now.sa_sigaction)
+                   : reinterpret_cast<void*>(now.sa_handler);
+    if (fn == reinterpret_cast<void*>(SIG_DFL) ||
+        fn == reinterpret_cast<void*>(SIG_IGN)) {
+      continue;
+    }
+    Dl_info where;
+    if (dladdr(fn, &where) == 0 || where.dli_fname == nullptr) continue;
+    for (const char* library : libraries) {
+      if (strstr(where.dli_fname, library) != nullptr) {
+        signal(sig, SIG_DFL);
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace gexrt::exit

@@ -18,6 +18,8 @@
 #ifndef GEX_EXIT_SIGNALS_H_
 #define GEX_EXIT_SIGNALS_H_
 
+#include <initializer_list>
+
 #include "absl/time/time.h"
 
 namespace gexrt::exit {
@@ -32,6 +34,15 @@ bool ClientHandlesSigquit();
 // exit code (1 when that is 0: the exit did not finish); Disarm cancels.
 void ArmExitAlarm(absl::Duration timeout);
 void DisarmExitAlarm();
+
+// Resets to the default every handler of the signals above that lives in
+// a shared library whose file name contains one of `libraries` (a
+// conduit's network libraries install their own when they load or open an
+// endpoint, and would end a crashing or signalled rank their way, losing
+// the graceful exit, its report and its exit code). Handlers anywhere else
+// (the client's) are left alone. Call before Install, and again after
+// anything that may have installed more.
+void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
 
 }  // namespace gexrt::exit
 

@@ -1,6 +1,5 @@
 #include "conduit/ofi/ofi_conduit.h"
 
-#include <dlfcn.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
@@ -33,6 +32,7 @@
 #include "base/host_id.h"
 #include "base/spin_wait.h"
 #include "exit/graceful_exit.h"
+#include "exit/signals.h"
 
 namespace gexrt::ofi {
 
@@ -445,26 +445,7 @@ namespace {
 // the exit layer installs its own (the launcher removes shm's regions:
 // they are named after the job); anything else (the client's) is left.
 void DropLibrarySignalHandlers() {
-  static constexpr int kSignals[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
-                                     SIGSYS,  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-  for (int sig : kSignals) {
-    struct sigaction now;
-    if (sigaction(sig, nullptr, &now) != 0) continue;
-    void* fn = (now.sa_flags & SA_SIGINFO) != 0
-                   ? reinterpret_cast<void*>(now.sa_sigaction)
-                   : reinterpret_cast<void*>(now.sa_handler);
-    if (fn == reinterpret_cast<void*>(SIG_DFL) ||
-        fn == reinterpret_cast<void*>(SIG_IGN)) {
-      continue;
-    }
-    Dl_info where;
-    if (dladdr(fn, &where) == 0 || where.dli_fname == nullptr) continue;
-    if (std::strstr(where.dli_fname, "libinfinipath") != nullptr ||
-        std::strstr(where.dli_fname, "libpsm") != nullptr ||
-        std::strstr(where.dli_fname, "libfabric") != nullptr) {
-      signal(sig, SIG_DFL);
-    }
-  }
+  exit::DropLibrarySignalHandlers({"libinfinipath", "libpsm", "libfabric"});
 }
 
 }  // namespace

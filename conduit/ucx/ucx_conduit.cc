@@ -1,6 +1,5 @@
 #include "conduit/ucx/ucx_conduit.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "base/fatal.h"
 #include "base/spin_wait.h"
 #include "exit/graceful_exit.h"
+#include "exit/signals.h"
 
 namespace gexrt::ucx {
 
@@ -119,26 +119,7 @@ inline void CheckPeerLost(Rank me) {
 // go back to the default before the exit layer installs its own; any
 // other (the client's) stays.
 void DropLibrarySignalHandlers() {
-  static constexpr int kSignals[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
-                                     SIGSYS,  SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-  for (int sig : kSignals) {
-    struct sigaction now;
-    if (sigaction(sig, nullptr, &now) != 0) continue;
-    void* fn = (now.sa_flags & SA_SIGINFO) != 0
-                   ? reinterpret_cast<void*>(now.sa_sigaction)
-                   : reinterpret_cast<void*>(now.sa_handler);
-    if (fn == reinterpret_cast<void*>(SIG_DFL) ||
-        fn == reinterpret_cast<void*>(SIG_IGN)) {
-      continue;
-    }
-    Dl_info where;
-    if (dladdr(fn, &where) == 0 || where.dli_fname == nullptr) continue;
-    if (std::strstr(where.dli_fname, "libucs") != nullptr ||
-        std::strstr(where.dli_fname, "libucp") != nullptr ||
-        std::strstr(where.dli_fname, "libuct") != nullptr) {
-      signal(sig, SIG_DFL);
-    }
-  }
+  exit::DropLibrarySignalHandlers({"libucs", "libucp", "libuct"});
 }
 
 // Completion callbacks of nbx operations whose user data is an
