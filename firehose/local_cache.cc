@@ -1,0 +1,259 @@
+#include "firehose/local_cache.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "base/stderr_line.h"
+
+namespace gexrt::firehose {
+namespace {
+
+// Index entries reserved at creation, before GASNET_FIREHOSE_TABLE_SCALE.
+size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale) {
+  const size_t base = std::min<size_t>(max_bytes / bucket_size, 1 << 16);
+  return static_cast<size_t>(static_cast<double>(base) * scale);
+}
+
+}  // namespace
+
+absl::Status ValidateLocalLimits(const LocalLimits& limits) {
+  if (limits.bucket_size == 0 ||
+      (limits.bucket_size & (limits.bucket_size - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: bucket size %d is not a power of two", limits.bucket_size));
+  }
+  if (limits.max_region_size == 0 ||
+      limits.max_region_size % limits.bucket_size != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: the largest region (%d bytes) is not a positive multiple "
+        "of the bucket size (%d bytes)",
+        limits.max_region_size, limits.bucket_size));
+  }
+  if (!(limits.table_scale > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: table scale %g is not positive", limits.table_scale));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LocalCache>> LocalCache::Create(
+    const LocalLimits& limits, Pinner* pinner) {
+  if (absl::Status s = ValidateLocalLimits(limits); !s.ok()) return s;
+  if (pinner == nullptr) {
+    return absl::InvalidArgumentError("firehose: no pinner");
+  }
+  return std::unique_ptr<LocalCache>(new LocalCache(limits, pinner));
+}
+
+LocalCache::LocalCache(const LocalLimits& limits, Pinner* pinner)
+    : limits_(limits),
+      pinner_(pinner),
+      table_(limits.bucket_size,
+             ReserveBuckets(limits.max_pinned_bytes, limits.bucket_size,
+                            limits.table_scale)) {
+  if (limits_.verbose) {
+    WriteStderrLine(absl::StrFormat(
+        "firehose: local cache: at most %d bytes in %d regions pinned, "
+        "%d bytes in %d regions as victims; regions of up to %d bytes in "
+        "buckets of %d",
+        limits_.max_pinned_bytes, limits_.max_pinned_regions,
+        limits_.max_victim_bytes, limits_.max_victim_regions,
+        limits_.max_region_size, limits_.bucket_size));
+  }
+}
+
+LocalCache::~LocalCache() {
+  absl::MutexLock lock(&mu_);
+  size_t held = 0;
+  for (internal::Region* region : table_.live()) {
+    if (region->refs > 0) ++held;
+    pinner_->Unpin(region->registration);
+    ++stats_.unpins;
+  }
+  if (limits_.verbose) {
+    WriteStderrLine(absl::StrFormat(
+        "firehose: local cache: %d hits, %d misses, %d pins, %d unpins, %d "
+        "evictions, %d waits; %d regions still held at exit",
+        stats_.hits, stats_.misses, stats_.pins, stats_.unpins,
+        stats_.evictions, stats_.unavailable, held));
+  }
+  // table_'s destructor frees the regions.
+}
+
+absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
+                                                        size_t length) {
+  if (length == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("firehose: empty range at 0x%x", addr));
+  }
+  if (addr >
+      std::numeric_limits<uintptr_t>::max() - length - limits_.bucket_size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: range [0x%x, +%d) wraps the address space", addr, length));
+  }
+  const uintptr_t lo = addr & ~(limits_.bucket_size - 1);
+  const uintptr_t hi =
+      (addr + length + limits_.bucket_size - 1) & ~(limits_.bucket_size - 1);
+  if (hi - lo > limits_.max_region_size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: range [0x%x, +%d) spans %d bytes of buckets, more than "
+        "the largest region (%d bytes, GASNET_FIREHOSE_MAXREGION_SIZE); split "
+        "it (LocalCache::Acquirable)",
+        addr, length, hi - lo, limits_.max_region_size));
+  }
+
+  absl::MutexLock lock(&mu_);
+  // The hit path: a lookup and a count, no allocation.
+  if (internal::Region* region = table_.FindCovering(lo, hi)) {
+    if (region->victim) table_.RemoveVictim(region);
+    ++region->refs;
+    ++stats_.hits;
+    return Hold(region);
+  }
+
+  ++stats_.misses;
+  if (hi - lo > limits_.max_pinned_bytes || limits_.max_pinned_regions == 0) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "firehose: range [0x%x, +%d) needs %d pinned bytes; the limits allow "
+        "%d bytes in %d regions (GASNET_FIREHOSE_M, GASNET_FIREHOSE_R and "
+        "their victim pools)",
+        addr, length, hi - lo, limits_.max_pinned_bytes,
+        limits_.max_pinned_regions));
+  }
+
+  // Take in the victims the request overlaps, as far as one region can.
+  overlap_.clear();
+  table_.Overlapping(lo, hi, &overlap_);
+  uintptr_t new_lo = lo;
+  uintptr_t new_hi = hi;
+  for (internal::Region* other : overlap_) {
+    if (other->refs != 0) continue;
+    const uintptr_t merged_lo = std::min(new_lo, other->base);
+    const uintptr_t merged_hi = std::max(new_hi, other->end());
+    if (merged_hi - merged_lo <= limits_.max_region_size &&
+        merged_hi - merged_lo <= limits_.max_pinned_bytes) {
+      new_lo = merged_lo;
+      new_hi = merged_hi;
+    }
+  }
+  const size_t need = new_hi - new_lo;
+
+  // Room check before any eviction: only victims can make room.
+  const size_t held_bytes = table_.bytes() - table_.victim_bytes();
+  const size_t held_regions = table_.regions() - table_.victims();
+  if (held_bytes + need > limits_.max_pinned_bytes ||
+      held_regions + 1 > limits_.max_pinned_regions) {
+    ++stats_.unavailable;
+    return absl::UnavailableError(absl::StrFormat(
+        "firehose: no room to pin [0x%x, +%d): %d bytes in %d regions are "
+        "held by operations in flight (limits: %d bytes, %d regions); poll "
+        "and retry",
+        new_lo, need, held_bytes, held_regions, limits_.max_pinned_bytes,
+        limits_.max_pinned_regions));
+  }
+  // The victims the new region replaces go first, then the oldest others.
+  for (internal::Region* other : overlap_) {
+    if (other->refs == 0) EvictLocked(other);
+  }
+  while (table_.bytes() + need > limits_.max_pinned_bytes ||
+         table_.regions() + 1 > limits_.max_pinned_regions) {
+    EvictLocked(table_.OldestVictim());
+    ++stats_.evictions;
+  }
+
+  absl::StatusOr<Registration> registration = pinner_->Pin(new_lo, need);
+  if (!registration.ok()) {
+    return absl::Status(
+        registration.status().code(),
+        absl::StrFormat("firehose: pinning [0x%x, +%d) failed: %s", new_lo,
+                        need, registration.status().message()));
+  }
+  ++stats_.pins;
+  internal::Region* region = table_.Add(new_lo, need);
+  region->registration = *registration;
+  region->refs = 1;
+  return Hold(region);
+}
+
+absl::StatusOr<LocalCache::Hold> LocalCache::Acquire(
+    uintptr_t addr, size_t length, absl::FunctionRef<void()> poll) {
+  while (true) {
+    absl::StatusOr<Hold> hold = TryAcquire(addr, length);
+    if (hold.ok() || !absl::IsUnavailable(hold.status())) return hold;
+    poll();
+  }
+}
+
+void LocalCache::Release(Hold hold) {
+  internal::Region* region = hold.region_;
+  absl::MutexLock lock(&mu_);
+  if (--region->refs > 0) return;
+  if (!table_.FullyOwned(region)) {
+    // Shadowed by a newer region or invalidated: no lookup can find it.
+    EvictLocked(region);
+    return;
+  }
+  if (region->length > limits_.max_victim_bytes ||
+      limits_.max_victim_regions == 0) {
+    // Could never be kept: unpin it rather than push out the others.
+    EvictLocked(region);
+    return;
+  }
+  table_.MakeVictim(region);
+  TrimVictimsLocked();
+}
+
+size_t LocalCache::Acquirable(uintptr_t addr, size_t length) const {
+  const uintptr_t lo = addr & ~(limits_.bucket_size - 1);
+  return std::min<size_t>(length, limits_.max_region_size - (addr - lo));
+}
+
+void LocalCache::Invalidate(uintptr_t addr, size_t length) {
+  if (length == 0) return;
+  const uintptr_t lo = addr & ~(limits_.bucket_size - 1);
+  const uintptr_t hi =
+      (addr + length + limits_.bucket_size - 1) & ~(limits_.bucket_size - 1);
+  absl::MutexLock lock(&mu_);
+  std::vector<internal::Region*> overlap;
+  table_.Overlapping(lo, hi, &overlap);
+  for (internal::Region* region : overlap) {
+    if (region->refs == 0) {
+      EvictLocked(region);
+    } else {
+      table_.Detach(region);
+    }
+  }
+}
+
+void LocalCache::Flush() {
+  absl::MutexLock lock(&mu_);
+  while (internal::Region* victim = table_.OldestVictim()) EvictLocked(victim);
+}
+
+LocalCache::Stats LocalCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  Stats stats = stats_;
+  stats.pinned_bytes = table_.bytes();
+  stats.pinned_regions = table_.regions();
+  stats.victim_bytes = table_.victim_bytes();
+  stats.victim_regions = table_.victims();
+  return stats;
+}
+
+void LocalCache::EvictLocked(internal::Region* region) {
+  pinner_->Unpin(region->registration);
+  ++stats_.unpins;
+  table_.Delete(region);
+}
+
+void LocalCache::TrimVictimsLocked() {
+  while (table_.victim_bytes() > limits_.max_victim_bytes ||
+         table_.victims() > limits_.max_victim_regions) {
+    EvictLocked(table_.OldestVictim());
+    ++stats_.evictions;
+  }
+}
+
+}  // namespace gexrt::firehose
