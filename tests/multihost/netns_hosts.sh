@@ -30,6 +30,16 @@
 #   check_ssh_calls "CALLER TARGET"...
 #   check_no_survivors           no $CLIENT process or agent of ours left
 #   check_no_shm_leftovers       no /dev/shm object of any job run here
+# and, for the conduits' tests (clients that print the lines below):
+#   eth0_bytes I tx|rx           bytes host I's eth0 has sent / received
+#   check_ring_output [SKIP_ERE] 6 "rank R: ring ok host=H from=F sum=S"
+#                                lines, 2 ranks per host in rank order
+#   check_ring_calls             one agent per host, all started by host 0
+#   check_flood N TX0 RX0 [SKIP_ERE]
+#                                2 "rank R: flood ok count=N ..." lines, one
+#                                rank each on hosts 1 and 2, and at least
+#                                N x 8 bytes through both hosts' eth0 since
+#                                TX0 (host 1's tx) and RX0 (host 2's rx)
 #
 # Without the tools or permission to create namespaces, hosts_setup prints
 # "SKIPPED: <reason>" and exits 0.
@@ -331,7 +341,8 @@ check_no_survivors() {
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}
     case $ancestors in *" $pid "*) continue ;; esac
-    cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+    # (2>/dev/null first: a process that has just ended has no cmdline.)
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
     [ -n "$cmd" ] || continue
     case " $cmd " in
       *"$CLIENT"* | *" --gex-spawn-agent "*)
@@ -361,4 +372,85 @@ check_no_shm_leftovers() {
       problem "left in /dev/shm (job of launcher pid $pid): ${f#/dev/shm/}"
     done
   done
+}
+
+# --- checks of the conduits' multi-host tests ---------------------------------
+
+# Bytes that host I's eth0 has sent or received (DIR: tx or rx).
+eth0_bytes() {  # index dir
+  ip netns exec "${NS[$1]}" cat "/sys/class/net/eth0/statistics/$2_bytes"
+}
+
+# Checks a ring run of 6 ranks, 2 per host in rank order: every rank's
+# "rank R: ring ok host=H from=F sum=S" line, the host of rank r is
+# gexh(r/2) (so r and r^1 share one), `from` is rank r-1's host, and
+# sum=21. Lines matching SKIP_ERE (e.g. a conduit's device listing) are
+# left to the caller; any other line is a problem.
+check_ring_output() {  # [skip_ere]
+  awk -v sfx="$SFX" -v n=6 -v skip="${1:-}" '
+    skip != "" && $0 ~ skip { next }
+    { total++ }
+    !/^rank [0-9]+: ring ok host=[^ ]+ from=[^ ]+ sum=-?[0-9]+$/ {
+      print "unexpected line: " substr($0, 1, 120); next
+    }
+    {
+      rank = $2 + 0
+      sub(/^host=/, "", $5); sub(/^from=/, "", $6); sub(/^sum=/, "", $7)
+      if (seen[rank]++) print "rank " rank " reported twice"
+      if (rank >= n) { print "rank " rank " in a job of " n; next }
+      host[rank] = $5; from[rank] = $6
+      want = "gexh" int(rank / 2) "-" sfx
+      if ($5 != want) print "rank " rank ": host=" $5 ", expected " want
+      if ($7 != n * (n + 1) / 2)
+        print "rank " rank ": sum=" $7 ", expected " n * (n + 1) / 2
+    }
+    END {
+      if (total != n) print "expected " n " lines, got " total
+      for (r = 0; r < n; r++) {
+        if (!seen[r]) { print "rank " r " printed no ring line"; continue }
+        prev = (r + n - 1) % n
+        if (seen[prev] && from[r] != host[prev])
+          print "rank " r ": from=" from[r] ", expected the host of rank " prev ", " host[prev]
+        if (seen[r ^ 1] && host[r] != host[r ^ 1])
+          print "ranks " r " and " (r ^ 1) " on different hosts: " host[r] ", " host[r ^ 1]
+      }
+    }' "$OUT" | problems_from
+}
+
+# The ring jobs' agents: one per host, all started by host 0 (flat).
+check_ring_calls() {
+  check_ssh_calls "${HOSTNAME_OF[0]} gexh0" "${HOSTNAME_OF[0]} gexh1" \
+    "${HOSTNAME_OF[0]} gexh2"
+}
+
+# Checks a flood job of 2 ranks, rank 0 on host 1 and rank 1 on host 2
+# (GASNET_SSH_SERVERS="gexh1 gexh2", -N 2): both ranks' "rank R: flood ok
+# count=N rss_growth_kb=K" lines and nothing else, one agent per host, and
+# at least the N 8-byte payloads through host 1's eth0 (sent since TX0)
+# and host 2's (received since RX0): the flood crossed the bridge, not lo.
+# Lines matching SKIP_ERE are ignored.
+check_flood() {  # n tx0 rx0 [skip_ere]
+  local n=$1 sent received
+  awk -v n="$n" -v skip="${4:-}" '
+    skip != "" && $0 ~ skip { next }
+    { total++ }
+    /^rank [01]: flood ok count=[0-9]+ rss_growth_kb=-?[0-9]+$/ {
+      rank = $2 + 0; count = $5; sub(/^count=/, "", count)
+      if (seen[rank]++) print "rank " rank " reported twice"
+      if (count != n) print "rank " rank ": count=" count ", expected " n
+      next
+    }
+    { print "unexpected line: " substr($0, 1, 120) }
+    END {
+      if (total != 2) print "expected 2 lines, got " total
+      for (r = 0; r < 2; r++) if (!seen[r]) print "rank " r " did not report ok"
+    }' "$OUT" | problems_from
+  check_ssh_calls "${HOSTNAME_OF[0]} gexh1" "${HOSTNAME_OF[0]} gexh2"
+  sent=$(($(eth0_bytes 1 tx) - $2)) received=$(($(eth0_bytes 2 rx) - $3))
+  [ "$sent" -ge $((n * 8)) ] ||
+    problem "host 1's eth0 sent $sent bytes during the flood (< $n x 8)"
+  [ "$received" -ge $((n * 8)) ] ||
+    problem "host 2's eth0 received $received bytes during the flood (< $n x 8)"
+  echo "  $(grep -o 'rank [01]: flood ok .*' "$OUT" | tr '\n' ';')" \
+    "eth0: host 1 sent $sent bytes, host 2 received $received"
 }

@@ -56,40 +56,6 @@ hosts_setup
 OFI_ENV=(FI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=eth0)
 FORWARD=(-E "FI_PROVIDER,FI_TCP_IFACE")
 
-# Checks a ring run of 6 ranks, 2 per host in rank order: the host of rank
-# r is gexh(r/2), so r and r^1 share one; `from` is rank r-1's host. Lines
-# "ofi: rank R: usable provider/device: P / D" (GASNET_OFI_LIST_DEVICES)
-# are left to check_device_lists.
-check_ring_output() {
-  awk -v sfx="$SFX" -v n=6 '
-    /^ofi: rank [0-9]+: usable provider\/device: / { next }
-    { total++ }
-    !/^rank [0-9]+: ring ok host=[^ ]+ from=[^ ]+ sum=-?[0-9]+$/ {
-      print "unexpected line: " substr($0, 1, 120); next
-    }
-    {
-      rank = $2 + 0
-      sub(/^host=/, "", $5); sub(/^from=/, "", $6); sub(/^sum=/, "", $7)
-      if (seen[rank]++) print "rank " rank " reported twice"
-      if (rank >= n) { print "rank " rank " in a job of " n; next }
-      host[rank] = $5; from[rank] = $6
-      want = "gexh" int(rank / 2) "-" sfx
-      if ($5 != want) print "rank " rank ": host=" $5 ", expected " want
-      if ($7 != n * (n + 1) / 2)
-        print "rank " rank ": sum=" $7 ", expected " n * (n + 1) / 2
-    }
-    END {
-      if (total != n) print "expected " n " lines, got " total
-      for (r = 0; r < n; r++) {
-        if (!seen[r]) { print "rank " r " printed no ring line"; continue }
-        prev = (r + n - 1) % n
-        if (seen[prev] && from[r] != host[prev])
-          print "rank " r ": from=" from[r] ", expected the host of rank " prev ", " host[prev]
-        if (seen[r ^ 1] && host[r] != host[r ^ 1])
-          print "ranks " r " and " (r ^ 1) " on different hosts: " host[r] ", " host[r ^ 1]
-      }
-    }' "$OUT" | problems_from
-}
 # Checks that every rank of 6 listed its usable provider/device pairs, all
 # of them tcp;ofi_rxm: FI_PROVIDER reached every rank (on a host reached by
 # netns_ssh.sh, only -E forwards it; without it the list has sockets, udp,
@@ -111,16 +77,6 @@ check_device_lists() {
       }
     }' "$OUT" | problems_from
 }
-# Bytes that host I's eth0 has sent or received (DIR: tx or rx).
-eth0_bytes() {  # index dir
-  ip netns exec "${NS[$1]}" cat "/sys/class/net/eth0/statistics/$2_bytes"
-}
-# The ring jobs' agents: one per host, all started by host 0 (flat).
-check_ring_calls() {
-  check_ssh_calls "${HOSTNAME_OF[0]} gexh0" "${HOSTNAME_OF[0]} gexh1" \
-    "${HOSTNAME_OF[0]} gexh2"
-}
-
 # --- the checks ------------------------------------------------------------------
 
 begin_check "1: ring, 6 ranks over 3 hosts (PSHM within a host)"
@@ -128,7 +84,7 @@ run_job ring "${OFI_ENV[@]}" GASNET_SSH_SERVERS="gexh0 gexh1 gexh2" \
   GASNET_OFI_LIST_DEVICES=1 -- \
   "${FORWARD[@]}" -n 6 -N 3 "$CLIENT" ring
 [ "$RC" -eq 0 ] || problem "exit code $RC, expected 0"
-check_ring_output
+check_ring_output '^ofi: rank [0-9]+: usable provider/device: '
 check_device_lists
 check_ring_calls
 end_check
@@ -149,29 +105,7 @@ run_job flood "${OFI_ENV[@]}" GASNET_SSH_SERVERS="gexh1 gexh2" \
   GASNET_SUPERNODE_MAXSIZE=1 -- \
   "${FORWARD[@]}" -n 2 -N 2 "$CLIENT" flood 200000
 [ "$RC" -eq 0 ] || problem "exit code $RC, expected 0"
-awk -v n=200000 '
-  { total++ }
-  /^rank [01]: flood ok count=[0-9]+ rss_growth_kb=-?[0-9]+$/ {
-    rank = $2 + 0; count = $5; sub(/^count=/, "", count)
-    if (seen[rank]++) print "rank " rank " reported twice"
-    if (count != n) print "rank " rank ": count=" count ", expected " n
-    next
-  }
-  { print "unexpected line: " substr($0, 1, 120) }
-  END {
-    if (total != 2) print "expected 2 lines, got " total
-    for (r = 0; r < 2; r++) if (!seen[r]) print "rank " r " did not report ok"
-  }' "$OUT" | problems_from
-# One agent on each host: the two ranks are on different hosts.
-check_ssh_calls "${HOSTNAME_OF[0]} gexh1" "${HOSTNAME_OF[0]} gexh2"
-# And the flood crossed the bridge: at least its 8-byte payloads.
-sent=$(($(eth0_bytes 1 tx) - tx0)) received=$(($(eth0_bytes 2 rx) - rx0))
-[ "$sent" -ge 1600000 ] ||
-  problem "host 1's eth0 sent $sent bytes during the flood (< 200000 x 8)"
-[ "$received" -ge 1600000 ] ||
-  problem "host 2's eth0 received $received bytes during the flood (< 200000 x 8)"
-echo "  $(grep -o 'rank [01]: flood ok .*' "$OUT" | tr '\n' ';')" \
-  "eth0: host 1 sent $sent bytes, host 2 received $received"
+check_flood 200000 "$tx0" "$rx0"
 end_check
 
 begin_check "4: an unknown mode: every rank calls gasnet_exit(2), the job exits 2"

@@ -16,14 +16,18 @@
  *   ring         every rank Puts and Gets 64 KiB to and from the next rank,
  *                then sends it an AM Long of 64 KiB (larger than a Medium:
  *                the payload goes by RMA ahead of the header) whose handler
- *                checks the bytes: "rank R: ring ok".
+ *                checks the bytes, and a Medium with its host name; then a
+ *                sum reduction: "rank R: ring ok host=H from=F sum=S" (F:
+ *                the previous rank's host; tests/multihost checks both).
  * A failed check prints "rank R: CHECK FAILED ..." and exits 1.
  */
+#define _DEFAULT_SOURCE /* gethostname */
 #include <gasnetex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static gex_Rank_t g_rank;
 static gex_Rank_t g_size;
@@ -42,7 +46,7 @@ static const uint64_t kPayload = 0x0123456789abcdefULL;
   } while (0)
 
 enum { kRingBytes = 64 * 1024 };
-enum { COUNT_HANDLER = 200, STORM_HANDLER, LONG_HANDLER };
+enum { COUNT_HANDLER = 200, STORM_HANDLER, LONG_HANDLER, HOST_HANDLER };
 
 /* The peak resident set so far (VmHWM), in KiB. */
 static long PeakRssKb(void) {
@@ -89,6 +93,17 @@ static void LongHandler(gex_Token_t token, void *buf, size_t nbytes,
   g_long_ok = 1;
 }
 
+static char g_from_host[256];
+static volatile int g_got_host;
+
+static void HostHandler(gex_Token_t token, void *buf, size_t nbytes) {
+  (void)token;
+  CHECK(nbytes > 0 && nbytes < sizeof g_from_host);
+  memcpy(g_from_host, buf, nbytes);
+  g_from_host[nbytes] = 0;
+  g_got_host = 1;
+}
+
 int main(int argc, char **argv) {
   gex_Client_t client;
   gex_EP_t ep;
@@ -103,6 +118,8 @@ int main(int argc, char **argv) {
        GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 1, NULL, "storm"},
       {LONG_HANDLER, (gex_AM_Fn_t)LongHandler,
        GEX_FLAG_AM_LONG | GEX_FLAG_AM_REQUEST, 1, NULL, "long"},
+      {HOST_HANDLER, (gex_AM_Fn_t)HostHandler,
+       GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, NULL, "host"},
   };
   printf("rank ?: job=%s\n", job != NULL ? job : "");
   fflush(stdout);
@@ -111,7 +128,7 @@ int main(int argc, char **argv) {
   g_rank = gex_TM_QueryRank(tm);
   g_size = gex_TM_QuerySize(tm);
   CHECK(gex_Segment_Attach(&seg, tm, 4 * kRingBytes) == GASNET_OK);
-  CHECK(gex_EP_RegisterHandlers(ep, handlers, 3) == GASNET_OK);
+  CHECK(gex_EP_RegisterHandlers(ep, handlers, 4) == GASNET_OK);
   gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
 
   if (strcmp(mode, "hello") == 0) {
@@ -161,6 +178,9 @@ int main(int argc, char **argv) {
     unsigned char *back = malloc(kRingBytes);
     void *base = NULL;
     size_t i;
+    char host[256] = {0};
+    int64_t sum = 0;
+    const int64_t mine = (int64_t)g_rank + 1;
     CHECK(out != NULL && back != NULL);
     gex_Event_Wait(gex_EP_QueryBoundSegmentNB(tm, next, &base, NULL, NULL, 0));
     for (i = 0; i < kRingBytes; ++i) out[i] = (unsigned char)(g_rank + i * 7);
@@ -172,10 +192,18 @@ int main(int argc, char **argv) {
                         (char *)base + 2 * kRingBytes, GEX_EVENT_NOW, 0,
                         (gex_AM_Arg_t)g_rank);
     GASNET_BLOCKUNTIL(g_long_ok);
+    CHECK(gethostname(host, sizeof host - 1) == 0);
+    gex_AM_RequestMedium0(tm, next, HOST_HANDLER, host, strlen(host),
+                          GEX_EVENT_NOW, 0);
+    GASNET_BLOCKUNTIL(g_got_host);
     gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+    gex_Event_Wait(gex_Coll_ReduceToAllNB(
+        tm, &sum, &mine, GEX_DT_I64, sizeof sum, 1, GEX_OP_ADD, NULL, NULL, 0));
+    CHECK(sum == (int64_t)g_size * (g_size + 1) / 2);
     free(out);
     free(back);
-    printf("rank %u: ring ok\n", (unsigned)g_rank);
+    printf("rank %u: ring ok host=%s from=%s sum=%lld\n", (unsigned)g_rank,
+           host, g_from_host, (long long)sum);
   } else {
     printf("rank %u: CHECK FAILED unknown mode %s\n", (unsigned)g_rank, mode);
     gasnet_exit(2);
