@@ -19,13 +19,14 @@
 //           completes. It goes through core::Request, so a supernode peer's
 //           request rides PSHM and anyone else's the conduit.
 //
-// The conduit hook belongs in SendRemote() below: a conduit whose network
-// performs atomics would say, at gex_AD_Create, which (type, opcode set)
-// it takes (a capability query on core::Conduit), and the domain would then
-// send every operation, supernode peers' included (a NIC atomic is not
-// atomic against a CPU one), through a Conduit::Atomic(rank,
-// rma::AtomicRequest, immediate, rma::Counter&) whose default is this
-// generic AM path. core/conduit.h has no such hook yet (issue 21 item 4).
+// A third way, chosen per domain at gex_AD_Create: a conduit whose network
+// performs atomics (core::Conduit::AtomicOps) takes every operation of a
+// domain whose type and opcodes it covers, supernode peers' and this
+// rank's included (a NIC atomic is not atomic against a CPU one, so a
+// domain never mixes the two), through Conduit::Atomic. It is chosen only
+// where the conduit has peers and the segment is attached, and never with
+// GEX_RMA_FORCE_AM=1; the conduit may have a setting of its own that keeps
+// every domain generic (ucx: GASNET_UCX_OFFLOAD_ATOMICS=0).
 //
 // Internal handler indices 120-123 are reserved for remote atomics (120
 // request, 121 reply, 122-123 spare), registered by RatomicInit from
@@ -41,6 +42,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "am/handler_table.h"
 #include "am/token.h"
@@ -92,6 +94,8 @@ struct gex_AD_opaque {
   // Over a sub-team (gex_TM_Split/Create): tgt_rank is translated to a job
   // rank out of line, so the header's inline path is off (head.key 0).
   bool subteam = false;
+  // Every operation goes to the conduit's network atomics (head.key 0).
+  bool offload = false;
 };
 
 namespace gexrt::api {
@@ -411,10 +415,11 @@ ABSL_ATTRIBUTE_NOINLINE bool FlagsHold(const Runtime& rt, gex_Flags_t flags,
 }
 
 // How one operation goes: directly on `target` (mapped here), or, target
-// null, over the AM path.
+// null, over the AM path or (`offload`) the conduit's atomics.
 struct Route {
   Runtime* rt;
   void* target;
+  bool offload;
 };
 
 // The checks every operation makes, and where it goes. The quick tests are
@@ -438,15 +443,15 @@ inline Route Check(const char* call, gex_AD_t ad, uint32_t dt,
           ((flags & ~kPlainOpFlags) != 0 && !FlagsHold(*rt, flags, rank)))) {
     BadOp(call, ad, dt, result_p, rank, tgt_addr, opcode, flags);
   }
-  if (ABSL_PREDICT_TRUE(!ad->force_am)) {
+  if (ABSL_PREDICT_TRUE(!ad->force_am && !ad->offload)) {
     void* target = rt->segments.Translate(rank, a, size);
-    if (ABSL_PREDICT_TRUE(target != nullptr)) return Route{rt, target};
+    if (ABSL_PREDICT_TRUE(target != nullptr)) return Route{rt, target, false};
   }
   if (ABSL_PREDICT_FALSE(!rt->segments.Contains(rank, a, size))) {
     BadOp(call, ad, dt, result_p, rank, tgt_addr, opcode, flags);
   }
   if (ABSL_PREDICT_FALSE(am::HandlerContext::InHandler())) InHandler(call);
-  return Route{rt, nullptr};
+  return Route{rt, nullptr, ad->offload};
 }
 
 // The direct path: the operation, and the result where it fetches.
@@ -458,13 +463,24 @@ inline void Direct(void* target, T* result_p, gex_OP_t opcode, T operand1,
   if (rma::IsFetching(opcode)) *result_p = rma::FromBits<T>(old);
 }
 
-// The AM path: starts one operation on `counter`; false (nothing started,
-// the counter as it was) when `immediate` and the send would have to wait.
-// A conduit that offloads atomics would be called here instead (see the
-// header comment).
-bool SendRemote(Runtime& rt, gex_Rank_t rank, void* tgt_addr, uint32_t dt,
+// The AM path, or the conduit's atomics (`r.offload`): starts one
+// operation on `counter`; false (nothing started, the counter as it was)
+// when `immediate` and the send would have to wait.
+bool SendRemote(const Route& r, gex_Rank_t rank, void* tgt_addr, uint32_t dt,
                 gex_OP_t opcode, uint64_t operand1, uint64_t operand2,
                 void* result_p, bool immediate, rma::Counter& counter) {
+  Runtime& rt = *r.rt;
+  if (r.offload) {
+    counter.Start(1);
+    const core::AtomicOp op{dt, opcode, operand1, operand2};
+    if (!rt.conduit->Atomic(rank, tgt_addr, op,
+                            rma::IsFetching(opcode) ? result_p : nullptr,
+                            immediate, counter)) {
+      counter.Unstart(1);
+      return false;
+    }
+    return true;
+  }
   uint32_t args[12];
   args[0] = opcode;
   args[1] = dt;
@@ -496,7 +512,7 @@ gex_Event_t OpNB(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
     return GEX_EVENT_INVALID;
   }
   rma::Operation* op = rma::Operation::Allocate();
-  if (!SendRemote(*r.rt, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
+  if (!SendRemote(r, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
                   rma::ToBits(operand2), result_p,
                   (flags & GEX_FLAG_IMMEDIATE) != 0, op->rc)) {
     op->Release();
@@ -518,7 +534,7 @@ int OpNBI(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
   rma::Counter& counter = opcode == GEX_OP_SET   ? nbi.put()
                           : opcode == GEX_OP_GET ? nbi.get()
                                                  : nbi.rmw();
-  return SendRemote(*r.rt, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
+  return SendRemote(r, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
                     rma::ToBits(operand2), result_p,
                     (flags & GEX_FLAG_IMMEDIATE) != 0, counter)
              ? GASNET_OK
@@ -535,7 +551,7 @@ int OpBlocking(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
     return GASNET_OK;
   }
   rma::Counter counter;
-  if (!SendRemote(*r.rt, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
+  if (!SendRemote(r, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
                   rma::ToBits(operand2), result_p,
                   (flags & GEX_FLAG_IMMEDIATE) != 0, counter)) {
     return 1;
@@ -545,6 +561,18 @@ int OpBlocking(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
 }
 
 }  // namespace
+
+// Whether a domain of type `dt` and opcodes `ops` goes to the conduit's
+// network atomics (see the header comment); readies them if so.
+bool Offloads(Runtime& rt, gex_DT_t dt, gex_OP_t ops) {
+  if (!rt.conduit_has_peers || !rt.segments.attached()) return false;
+  const uint32_t offloaded = rt.conduit->AtomicOps(dt);
+  if (offloaded == 0 || (ops & ~offloaded) != 0) return false;
+  const absl::Status s = rt.conduit->PrepareAtomics();
+  if (!s.ok()) FatalErrorF("gex_AD_Create: %s", s.message());
+  return true;
+}
+
 }  // namespace gexrt::api
 
 namespace gexrt::api {
@@ -606,7 +634,8 @@ void gex_AD_Create(gex_AD_t* ad_p, gex_TM_t tm, gex_DT_t dt, gex_OP_t ops,
   ad->magic = gexrt::api::kLiveAd;
   ad->head.ops = ops;
   ad->subteam = subteam;
-  ad->head.key = ad->force_am || subteam ? 0 : _GEX_AD_KEY | dt;
+  ad->offload = !ad->force_am && gexrt::api::Offloads(rt, dt, ops);
+  ad->head.key = ad->force_am || subteam || ad->offload ? 0 : _GEX_AD_KEY | dt;
   // No synchronisation: every rank registered the AM path's handlers at
   // init (RatomicInit).
   *ad_p = ad;

@@ -37,6 +37,7 @@
 #include "am/vocabulary.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/node_map.h"
+#include "rma/atomic.h"
 #include "rma/event.h"
 
 namespace gexrt {
@@ -126,6 +127,16 @@ struct InitArgs {
   // Polled, besides the conduit's own queues, by every wait of Request
   // and Reply.
   OtherProgress others;
+};
+
+// One remote atomic operation in rma/atomic.h's vocabulary: a type
+// (kDt*), one opcode (kOp*), and the operands as 64-bit patterns (for CAS,
+// operand1 is the value compared and operand2 the one stored).
+struct AtomicOp {
+  uint32_t dt = 0;
+  uint32_t op = 0;
+  uint64_t operand1 = 0;
+  uint64_t operand2 = 0;
 };
 
 // A segment bound to one of this rank's endpoints (Conduit::PublishSegments).
@@ -229,6 +240,29 @@ class Conduit {
   }
   virtual bool Get(void* dest, Rank rank, const void* src, size_t len,
                    bool immediate, rma::Counter& rc) {
+    return false;
+  }
+
+  // Remote atomics performed by the network (gasnet_ratomic.h). The
+  // opcodes of type `dt` (one rma::kDt*) this conduit performs itself;
+  // default none. An atomic domain whose type and every opcode are in
+  // this set sends all its operations here, to supernode peers and to this
+  // rank as well (a network atomic need not be atomic against a CPU one,
+  // so one domain never mixes the two); any other domain takes the generic
+  // path (api/ratomic.cc: CPU atomics where the segment is mapped, Active
+  // Messages otherwise).
+  virtual uint32_t AtomicOps(uint32_t dt) const { return 0; }
+  // Readies Atomic() for every rank of the job, this one and its supernode
+  // peers included (endpoints and keys the conduit does not keep for its
+  // own traffic). Called by gex_AD_Create, after the segment is attached,
+  // for each domain it sends here; not collective; may be called again.
+  virtual absl::Status PrepareAtomics() { return absl::OkStatus(); }
+  // Starts `op` on the object at `target` in `rank`'s segment (as `rank`
+  // sees it). The old value (for a fetching opcode, `result` not null) is
+  // written to `result` before `c` gets Complete(). false: `immediate`,
+  // and nothing was started.
+  virtual bool Atomic(Rank rank, void* target, const AtomicOp& op, void* result,
+                      bool immediate, rma::Counter& c) {
     return false;
   }
 

@@ -16,12 +16,9 @@
 //   const uint64_t old = rma::AtomicApply(p, rma::kDtU64, rma::kOpFadd,
 //                                         rma::ToBits<uint64_t>(5), 0);
 //
-// Where a network conduit will offload: Apply is the generic rung; a
-// conduit able to perform (type, ops) in its NIC would take every
-// operation of an atomic domain created for them, supernode peers
-// included (a NIC atomic is not atomic against a CPU one), through a hook
-// of core::Conduit taking an AtomicRequest (below) and a completion
-// Counter. See api/ratomic.cc.
+// A network conduit that performs atomics itself takes whole domains
+// instead (core::Conduit::AtomicOps / Atomic, with core::AtomicOp in this
+// vocabulary); Apply is the generic rung. See api/ratomic.cc.
 #ifndef GEX_RMA_ATOMIC_H_
 #define GEX_RMA_ATOMIC_H_
 

@@ -96,6 +96,8 @@ absl::StatusOr<Settings> ReadSettings() {
   s.max_reply_buffs = static_cast<size_t>(n);
   GEX_ASSIGN_OR_RETURN(s.print_stats,
                        env::TryGetBool("GASNET_UCX_STATS", false));
+  GEX_ASSIGN_OR_RETURN(s.offload_atomics,
+                       env::TryGetBool("GASNET_UCX_OFFLOAD_ATOMICS", true));
   s.tls = env::GetRaw("GASNET_UCX_TLS").value_or("");
   s.net_devices = env::GetRaw("GASNET_UCX_NET_DEVICES").value_or("");
   if (env::GetRaw("GASNET_UCX_TLS").has_value()) {

@@ -39,6 +39,10 @@ struct Settings {
   size_t max_reply_buffs = 1024;
   // GASNET_UCX_STATS: each rank prints one line of counters at exit.
   bool print_stats = false;
+  // GASNET_UCX_OFFLOAD_ATOMICS: remote atomics UCP performs (integer add,
+  // sub, inc, dec, and, or, xor, set, swap, cas, get, fetching or not) go
+  // through UCP; 0 keeps every atomic domain on the generic path.
+  bool offload_atomics = true;
   // GASNET_UCX_TLS and GASNET_UCX_NET_DEVICES as set (for messages; UCX
   // reads them itself). Empty: unset.
   std::string tls;
@@ -53,6 +57,7 @@ inline constexpr const char* kOwnVariables[] = {
     "GASNET_UCX_MAX_MEDIUM",      "GASNET_UCX_SPAWNER",
     "GASNET_UCX_AM_ORDERED_TLS",  "GASNET_UCX_MAX_REQUEST_BUFFS",
     "GASNET_UCX_MAX_REPLY_BUFFS", "GASNET_UCX_STATS",
+    "GASNET_UCX_OFFLOAD_ATOMICS",
 };
 
 // Reads and checks every setting, GASNET_UCX_TLS's names included (see

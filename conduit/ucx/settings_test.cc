@@ -16,6 +16,7 @@ constexpr const char* kTouched[] = {
     "GASNET_UCX_MAX_REQUEST_BUFFS",
     "GASNET_UCX_MAX_REPLY_BUFFS",
     "GASNET_UCX_STATS",
+    "GASNET_UCX_OFFLOAD_ATOMICS",
     "GASNET_UCX_TLS",
     "GASNET_UCX_NET_DEVICES",
     "GASNET_UCX_SPAWNER",
@@ -36,7 +37,21 @@ TEST_F(UcxSettingsTest, Defaults) {
   EXPECT_EQ(s->max_medium, 3992u);
   EXPECT_FALSE(s->am_ordered_tls.has_value());
   EXPECT_FALSE(s->print_stats);
+  EXPECT_TRUE(s->offload_atomics);
   EXPECT_TRUE(s->tls.empty());
+}
+
+TEST_F(UcxSettingsTest, OffloadAtomics) {
+  setenv("GASNET_UCX_OFFLOAD_ATOMICS", "0", 1);
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->offload_atomics);
+  setenv("GASNET_UCX_OFFLOAD_ATOMICS", "sometimes", 1);
+  s = ReadSettings();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("GASNET_UCX_OFFLOAD_ATOMICS"),
+            std::string::npos)
+      << s.status();
 }
 
 TEST_F(UcxSettingsTest, MaxMediumWithSuffixAndFloor) {

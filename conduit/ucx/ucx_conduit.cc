@@ -190,6 +190,9 @@ absl::Status UcxConduit::CreateContext() {
                         UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_AM | UCP_FEATURE_RMA;
+    if (settings_.offload_atomics) {
+      params.features |= UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+    }
     params.mt_workers_shared = thread_safe_ ? 1 : 0;
     params.estimated_num_eps = size_;
     s = ucp_init(&params, config, &context_);
@@ -308,6 +311,7 @@ absl::Status UcxConduit::ConnectPeers(const NodeMap& map) {
   ucp_worker_release_address(worker_, address);
   std::vector<unsigned char> all(longest * size_);
   bootstrap_->Allgather(padded.data(), longest, all.data());
+  address_stride_ = longest;
 
   eps_.assign(size_, nullptr);
   std::vector<Rank> peers;
@@ -368,6 +372,7 @@ absl::Status UcxConduit::ConnectPeers(const NodeMap& map) {
   while (hellos_.load(std::memory_order_acquire) < peers.size()) {
     WaitRound([&] { return ucp_worker_progress(worker_); });
   }
+  if (settings_.offload_atomics) addresses_ = std::move(all);
   return absl::OkStatus();
 }
 
@@ -412,26 +417,20 @@ void UcxConduit::Fini() {
   // thread ends the job; releasing UCX under them would crash them. The
   // process is about to end: UCX stays up, later calls do nothing.
   if (thread_safe_) return;
+  // What PrepareAtomics created (a conduit peer's endpoint and key are
+  // released below, with the rest).
+  for (Rank r = 0; r < atomic_eps_.size(); ++r) {
+    if (eps_[r] != nullptr) continue;
+    if (atomic_rkeys_[r] != nullptr) ucp_rkey_destroy(atomic_rkeys_[r]);
+    CloseEndpoint(atomic_eps_[r]);
+  }
+  atomic_eps_.clear();
+  atomic_rkeys_.clear();
   for (RemoteSegment& s : segments_) {
     if (s.rkey != nullptr) ucp_rkey_destroy(s.rkey);
     s.rkey = nullptr;
   }
-  for (ucp_ep_h& ep : eps_) {
-    if (ep == nullptr) continue;
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &p);
-    if (UCS_PTR_IS_PTR(req)) {
-      const absl::Time deadline = absl::Now() + kFlushFor;
-      while (ucp_request_check_status(req) == UCS_INPROGRESS &&
-             absl::Now() < deadline) {
-        ucp_worker_progress(worker_);
-      }
-      ucp_request_free(req);
-    }
-    ep = nullptr;
-  }
+  for (ucp_ep_h& ep : eps_) CloseEndpoint(ep);
   if (segment_memh_ != nullptr) ucp_mem_unmap(context_, segment_memh_);
   segment_memh_ = nullptr;
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
@@ -450,6 +449,7 @@ UcxStats UcxConduit::stats() const {
   s.rx_buffers = rx_pool_ ? rx_pool_->allocated() : 0;
   s.tx_buffers = (request_pool_ ? request_pool_->allocated() : 0) +
                  (reply_pool_ ? reply_pool_->allocated() : 0);
+  s.atomics = counters_.atomics.load();
   return s;
 }
 
@@ -458,14 +458,15 @@ void UcxConduit::PrintStats() const {
   std::printf(
       "ucx: rank %u: requests %llu replies %llu credit_messages %llu "
       "credit_waits %llu buffer_waits %llu rx_buffers %llu (%zu bytes each) "
-      "tx_buffers %llu ordered_tls %d\n",
+      "tx_buffers %llu ordered_tls %d atomics %llu\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
       static_cast<unsigned long long>(s.replies_sent),
       static_cast<unsigned long long>(s.credit_messages_sent),
       static_cast<unsigned long long>(s.credit_waits),
       static_cast<unsigned long long>(s.buffer_waits),
       static_cast<unsigned long long>(s.rx_buffers), message_size_,
-      static_cast<unsigned long long>(s.tx_buffers), ordered_ ? 1 : 0);
+      static_cast<unsigned long long>(s.tx_buffers), ordered_ ? 1 : 0,
+      static_cast<unsigned long long>(s.atomics));
   std::fflush(stdout);
 }
 
@@ -870,7 +871,28 @@ absl::Status UcxConduit::AttachSegment(void* base, size_t size) {
           StatusText(s)));
     }
   }
+  if (settings_.offload_atomics) {
+    packed_keys_ = std::move(keys);
+    key_stride_ = longest;
+  }
   return absl::OkStatus();
+}
+
+void UcxConduit::CloseEndpoint(ucp_ep_h& ep) {
+  if (ep == nullptr) return;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &p);
+  if (UCS_PTR_IS_PTR(req)) {
+    const absl::Time deadline = absl::Now() + kFlushFor;
+    while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+           absl::Now() < deadline) {
+      ucp_worker_progress(worker_);
+    }
+    ucp_request_free(req);
+  }
+  ep = nullptr;
 }
 
 const UcxConduit::RemoteSegment& UcxConduit::CheckRemote(const char* call,
@@ -960,6 +982,206 @@ bool UcxConduit::Get(void* dest, Rank rank, const void* src, size_t len,
     req = nullptr;
   }
   if (req == nullptr) rc.Complete();
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Remote atomics.
+
+// One atomic operation in flight: the operand UCP reads, the reply buffer
+// UCP writes the old value into (a compare-swap's new value on the way
+// in), and where the result and the completion go. From
+// atomic_pool_, so that nothing is allocated per operation.
+struct UcxConduit::AtomicScratch {
+  uint64_t value;
+  uint64_t reply;
+  void* result;
+  rma::Counter* counter;
+  BufferPool* pool;
+  uint32_t size;
+  Rank rank;
+};
+
+namespace {
+
+// The operation is done at the target: the old value where the caller
+// wants it, then the completion.
+void FinishAtomic(UcxConduit::AtomicScratch* a) {
+  if (a->result != nullptr) std::memcpy(a->result, &a->reply, a->size);
+  rma::Counter* counter = a->counter;
+  a->pool->Put(reinterpret_cast<unsigned char*>(a));
+  counter->Complete();
+}
+
+void AtomicDone(void* request, ucs_status_t status, void* user_data) {
+  auto* a = static_cast<UcxConduit::AtomicScratch*>(user_data);
+  ucp_request_free(request);
+  if (status != UCS_OK) {
+    // Never completed: no old value came back (the job is ending, see
+    // PeerLost).
+    PeerLost("an atomic operation on", a->rank, status);
+    return;
+  }
+  FinishAtomic(a);
+}
+
+}  // namespace
+
+uint32_t UcxConduit::AtomicOps(uint32_t dt) const {
+  if (!settings_.offload_atomics || (dt & rma::kDtIntegers) == 0 ||
+      rma::DtSize(dt) == 0) {
+    return 0;
+  }
+  // The seed's table: everything but MULT, MIN and MAX, on the integers.
+  constexpr uint32_t kBase = rma::kOpAdd | rma::kOpSub | rma::kOpInc |
+                             rma::kOpDec | rma::kOpAnd | rma::kOpOr |
+                             rma::kOpXor | rma::kOpSet | rma::kOpCas;
+  return kBase | kBase << rma::kFetchShift | rma::kOpGet;
+}
+
+absl::Status UcxConduit::PrepareAtomics() {
+  std::lock_guard<std::mutex> lock(atomics_mutex_);
+  if (atomics_ready_) return absl::OkStatus();
+  if (addresses_.empty() || packed_keys_.empty()) {
+    return absl::FailedPreconditionError(
+        "ucx conduit: remote atomics need the segment attached first");
+  }
+  std::vector<ucp_ep_h> eps(size_, nullptr);
+  std::vector<ucp_rkey_h> rkeys(size_, nullptr);
+  absl::Status status;
+  for (Rank r = 0; r < size_ && status.ok(); ++r) {
+    if (eps_[r] != nullptr) {
+      eps[r] = eps_[r];
+      rkeys[r] = segments_[r].rkey;
+      continue;
+    }
+    // This rank or a supernode peer: reached through UCX for atomics only
+    // (its self or shared-memory transport, or tcp over loopback).
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep.address = reinterpret_cast<const ucp_address_t*>(
+        &addresses_[address_stride_ * r]);
+    ucs_status_t s = ucp_ep_create(worker_, &ep, &eps[r]);
+    if (s != UCS_OK) {
+      eps[r] = nullptr;
+      status = absl::UnavailableError(absl::StrFormat(
+          "ucx conduit: rank %u cannot reach rank %u for remote atomics with "
+          "GASNET_UCX_TLS=%s (%s); GASNET_UCX_OFFLOAD_ATOMICS=0 keeps them "
+          "off UCX",
+          rank_, r, settings_.tls.empty() ? "(unset)" : settings_.tls,
+          StatusText(s)));
+      break;
+    }
+    if (segments_[r].size == 0) continue;
+    s = ucp_ep_rkey_unpack(eps[r], &packed_keys_[key_stride_ * r], &rkeys[r]);
+    if (s != UCS_OK) {
+      rkeys[r] = nullptr;
+      status = absl::InternalError(absl::StrFormat(
+          "ucx conduit: rank %u: unpacking rank %u's segment key for remote "
+          "atomics: %s",
+          rank_, r, StatusText(s)));
+    }
+  }
+  if (!status.ok()) {
+    for (Rank r = 0; r < size_; ++r) {
+      if (eps_[r] != nullptr) continue;
+      if (rkeys[r] != nullptr) ucp_rkey_destroy(rkeys[r]);
+      CloseEndpoint(eps[r]);
+    }
+    return status;
+  }
+  atomic_eps_ = std::move(eps);
+  atomic_rkeys_ = std::move(rkeys);
+  atomic_pool_ = std::make_unique<BufferPool>(
+      sizeof(AtomicScratch), 16, settings_.max_request_buffs, thread_safe_);
+  atomics_ready_ = true;
+  return absl::OkStatus();
+}
+
+bool UcxConduit::Atomic(Rank rank, void* target, const core::AtomicOp& op,
+                        void* result, bool immediate, rma::Counter& c) {
+  if (closed_.load(std::memory_order_relaxed)) {
+    FatalError("ucx conduit: a remote atomic after the conduit was closed");
+  }
+  const uint32_t size = static_cast<uint32_t>(rma::DtSize(op.dt));
+  const uint64_t address = reinterpret_cast<uint64_t>(target);
+  const RemoteSegment& seg = segments_[rank];
+  if (rank >= atomic_eps_.size() || atomic_rkeys_[rank] == nullptr ||
+      address < seg.base || address - seg.base > seg.size - size) {
+    FatalErrorF(
+        "ucx conduit: a remote atomic on [%p, +%u) outside rank %u's "
+        "segment, or before PrepareAtomics",
+        target, size, rank);
+  }
+  unsigned char* buffer =
+      TakeBuffer(*atomic_pool_, immediate, /*replies_only=*/false);
+  if (buffer == nullptr) return false;
+  auto* a = reinterpret_cast<AtomicScratch*>(buffer);
+  a->result = result;
+  a->counter = &c;
+  a->pool = atomic_pool_.get();
+  a->size = size;
+  a->rank = rank;
+  a->reply = 0;
+  // Each opcode as one of UCP's, in its fetching form.
+  const uint32_t base = rma::IsFetching(op.op) && op.op != rma::kOpGet
+                            ? op.op >> rma::kFetchShift
+                            : op.op;
+  ucp_atomic_op_t code = UCP_ATOMIC_OP_ADD;
+  uint64_t value = op.operand1;
+  switch (base) {
+    case rma::kOpAdd:
+      break;
+    case rma::kOpSub:
+      value = 0 - op.operand1;
+      break;
+    case rma::kOpInc:
+      value = 1;
+      break;
+    case rma::kOpDec:
+      value = ~uint64_t{0};
+      break;
+    case rma::kOpAnd:
+      code = UCP_ATOMIC_OP_AND;
+      break;
+    case rma::kOpOr:
+      code = UCP_ATOMIC_OP_OR;
+      break;
+    case rma::kOpXor:
+      code = UCP_ATOMIC_OP_XOR;
+      break;
+    case rma::kOpSet:
+      code = UCP_ATOMIC_OP_SWAP;
+      break;
+    case rma::kOpCas:
+      // UCP compares with the operand and stores what the reply buffer
+      // holds on the way in.
+      code = UCP_ATOMIC_OP_CSWAP;
+      a->reply = op.operand2;
+      break;
+    case rma::kOpGet:
+      code = UCP_ATOMIC_OP_OR;
+      value = 0;
+      break;
+    default:
+      FatalErrorF("ucx conduit: opcode 0x%x is not one UCP performs", op.op);
+  }
+  a->value = value;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  p.cb.send = &AtomicDone;
+  p.user_data = a;
+  p.datatype = ucp_dt_make_contig(size);
+  p.reply_buffer = &a->reply;
+  counters_.atomics.fetch_add(1, std::memory_order_relaxed);
+  ucs_status_ptr_t req = ucp_atomic_op_nbx(atomic_eps_[rank], code, &a->value,
+                                           1, address, atomic_rkeys_[rank], &p);
+  if (UCS_PTR_IS_ERR(req)) {
+    PeerLost("an atomic operation on", rank, UCS_PTR_STATUS(req));
+    return true;  // Never completes; the job is ending.
+  }
+  if (req == nullptr) FinishAtomic(a);
   return true;
 }
 

@@ -35,6 +35,16 @@
 // ucp_put_nbx (local completion: its callback) then ucp_ep_flush_nbx
 // (remote completion: the flush's callback); a Get is ucp_get_nbx. Local
 // buffers need no registration.
+//
+// Remote atomics (GASNET_UCX_OFFLOAD_ATOMICS, default on): the integer
+// opcodes UCP has (add, and, or, xor, swap, compare-swap; sub, inc and dec
+// as adds, set as a swap, get as an or with 0) by ucp_atomic_op_nbx, each
+// in its fetching form with a reply buffer so that its completion means it
+// was performed at the target. A domain that uses them sends every
+// operation through UCP, this rank's and supernode peers' too: the first
+// such domain (PrepareAtomics) creates endpoints to those ranks and
+// unpacks their segment keys. Where the transport has no atomics (tcp),
+// UCP performs them at the target's worker progress with CPU atomics.
 #ifndef GEX_CONDUIT_UCX_UCX_CONDUIT_H_
 #define GEX_CONDUIT_UCX_UCX_CONDUIT_H_
 
@@ -65,6 +75,7 @@ struct UcxStats {
   uint64_t buffer_waits = 0;  // sends that found their pool empty
   uint64_t rx_buffers = 0;    // receive buffers ever allocated
   uint64_t tx_buffers = 0;    // send buffers ever allocated (both pools)
+  uint64_t atomics = 0;       // remote atomics started through UCP
 };
 
 class UcxConduit final : public core::Conduit {
@@ -92,6 +103,10 @@ class UcxConduit final : public core::Conduit {
            rma::Counter& rc, rma::Counter* lc) override;
   bool Get(void* dest, Rank rank, const void* src, size_t len, bool immediate,
            rma::Counter& rc) override;
+  uint32_t AtomicOps(uint32_t dt) const override;
+  absl::Status PrepareAtomics() override;
+  bool Atomic(Rank rank, void* target, const core::AtomicOp& op, void* result,
+              bool immediate, rma::Counter& c) override;
   void Fini() override;
 
   UcxStats stats() const;
@@ -100,6 +115,7 @@ class UcxConduit final : public core::Conduit {
   struct Received;
   struct ReplyHandle;
   struct SendOp;
+  struct AtomicScratch;
 
  private:
   struct RemoteSegment {
@@ -138,6 +154,8 @@ class UcxConduit final : public core::Conduit {
   // GASNET_UCX_STATS: one line on stdout at Fini.
   void PrintStats() const;
 
+  // Closes `ep` (forcibly, bounded) and nulls it; null: nothing.
+  void CloseEndpoint(ucp_ep_h& ep);
   const RemoteSegment& CheckRemote(const char* call, Rank rank,
                                    const void* address, size_t len) const;
   ucp_ep_h EndpointOf(Rank rank) const;
@@ -163,11 +181,26 @@ class UcxConduit final : public core::Conduit {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> eps_;  // null: self or a supernode peer
+  // Every rank's worker address, `address_stride_` bytes apart (for the
+  // endpoints PrepareAtomics creates).
+  std::vector<unsigned char> addresses_;
+  size_t address_stride_ = 0;
   ucp_mem_h segment_memh_ = nullptr;
   std::vector<RemoteSegment> segments_;
   uintptr_t segment_base_ = 0;
   size_t segment_size_ = 0;
   size_t message_size_ = 0;  // the largest message on the wire
+  // Every rank's packed segment key, `key_stride_` bytes apart.
+  std::vector<unsigned char> packed_keys_;
+  size_t key_stride_ = 0;
+
+  // Remote atomics, by rank (PrepareAtomics): a conduit peer's endpoint and
+  // key are its own (eps_, segments_); the rest were created for atomics.
+  std::mutex atomics_mutex_;
+  bool atomics_ready_ = false;  // under atomics_mutex_
+  std::vector<ucp_ep_h> atomic_eps_;
+  std::vector<ucp_rkey_h> atomic_rkeys_;
+  std::unique_ptr<BufferPool> atomic_pool_;
 
   std::unique_ptr<am::Credits> credits_;
   std::unique_ptr<BufferPool> request_pool_;
@@ -191,7 +224,7 @@ class UcxConduit final : public core::Conduit {
 
   struct Counters {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
-        credit_messages_sent{0}, credit_waits{0}, buffer_waits{0};
+        credit_messages_sent{0}, credit_waits{0}, buffer_waits{0}, atomics{0};
   };
   Counters counters_;
 };

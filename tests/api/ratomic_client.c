@@ -10,12 +10,18 @@
  * operated on directly: its NB call returns GEX_EVENT_INVALID. Any other
  * target, or every target with GEX_RMA_FORCE_AM=1 (the client reads it
  * too), goes over Active Messages and its NB call returns a real event;
- * the client checks each NB call for the event its path implies.
+ * the client checks each NB call for the event its path implies. On the
+ * ucx conduit, with some rank off the supernode and
+ * GASNET_UCX_OFFLOAD_ATOMICS not 0, a domain of an integer type whose
+ * opcodes UCP performs (all but MULT, MIN, MAX) sends every operation
+ * through UCP, this rank's too: no target is direct for it.
  *
  *   ops    For each type (I32, U32, I64, U64, FLT, DBL), each opcode valid
  *          for it, fetching and not, each form (NB + gex_Event_Wait, NBI +
  *          gex_NBI_Wait of the opcode's category, Blocking), on a cell of
- *          this rank's in the next rank's segment and in its own: the cell
+ *          this rank's in the next rank's segment and in its own (for the
+ *          integer types twice: a domain of every opcode, and one without
+ *          MULT, MIN and MAX, the set a network may offload): the cell
  *          is set to x = (T)-7 (GEX_OP_SET), the opcode applied with
  *          operands 3 and 11 (CAS: compare with x or with 3, write 11),
  *          then read back (GEX_OP_GET) and checked against the C
@@ -80,12 +86,26 @@ static gex_Rank_t g_n;
 static int g_forced;
 static unsigned char **g_owner; /* each rank's segment, as it sees it */
 static unsigned char **g_local; /* mapped here, or NULL */
+static int g_offloading; /* the conduit offloads some domains (see above) */
 static long g_ops;
 static long g_direct;
 
 static void Barrier(void) { gex_Coll_BarrierBlocking(g_tm, 0); }
 
-static int DirectTo(gex_Rank_t r) { return !g_forced && g_local[r] != NULL; }
+/* The opcodes no network here performs. */
+static const gex_OP_t kNotOffloaded = GEX_OP_MULT | GEX_OP_MIN | GEX_OP_MAX |
+                                      GEX_OP_FMULT | GEX_OP_FMIN | GEX_OP_FMAX;
+
+/* Whether `ad`'s operations all go through the conduit's network. */
+static int Offloaded(gex_AD_t ad) {
+  const gex_DT_t dt = gex_AD_QueryDT(ad);
+  return g_offloading && dt != GEX_DT_FLT && dt != GEX_DT_DBL &&
+         (gex_AD_QueryOps(ad) & kNotOffloaded) == 0;
+}
+
+static int DirectTo(gex_AD_t ad, gex_Rank_t r) {
+  return !g_forced && g_local[r] != NULL && !Offloaded(ad);
+}
 
 /* Cell `i` (8 bytes) of the area rank `owner_of_area` uses in rank t's
  * segment, as t sees it. Area 0 .. n-1: one per initiating rank; area n:
@@ -120,6 +140,15 @@ static void Start(int *argc, char ***argv) {
     g_local[r] = (unsigned char *)local;
   }
   memset(gex_Segment_QueryAddr(g_seg), 0, kSegSize);
+#if defined(GASNET_CONDUIT_UCX)
+  const char *offload = getenv("GASNET_UCX_OFFLOAD_ATOMICS");
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    if (g_local[r] == NULL) g_offloading = 1; /* the conduit has peers */
+  }
+  if (g_forced || (offload != NULL && strcmp(offload, "0") == 0)) {
+    g_offloading = 0;
+  }
+#endif
   Barrier();
 }
 
@@ -188,7 +217,7 @@ enum { kForms = 3 };
       case 0: {                                                                \
         gex_Event_t e = gex_AD_OpNB_##DT(ad, res, t, cell, op, a, b, 0);       \
         CHECK(e != GEX_EVENT_NO_OP, "NB without IMMEDIATE gave NO_OP");        \
-        if (DirectTo(t)) {                                                     \
+        if (DirectTo(ad, t)) {                                                 \
           CHECK(e == GEX_EVENT_INVALID, "direct NB to %u gave an event", t);   \
           ++g_direct;                                                          \
         } else {                                                               \
@@ -216,12 +245,14 @@ enum { kForms = 3 };
           "GET");                                                              \
     return v;                                                                  \
   }                                                                            \
-  static void Ops_##DT(gex_Rank_t t, T *cell) {                                \
+  /* Every opcode valid for the type but those in `without`. */                \
+  static void Ops_##DT(gex_Rank_t t, T *cell, gex_OP_t without) {              \
     gex_OP_t all = GEX_OP_GET;                                                 \
     for (int i = 0; i < kNumNonFetching; ++i) {                                \
       if (!(INTEGER) && IsBitwise(kNonFetching[i])) continue;                  \
       all |= kNonFetching[i] | GEX_OP_TO_FETCHING(kNonFetching[i]);            \
     }                                                                          \
+    all &= ~without;                                                           \
     gex_AD_t ad;                                                               \
     gex_AD_Create(&ad, g_tm, GEX_DT_##DT, all, GEX_FLAG_AD_FAVOR_REMOTE);      \
     CHECK(gex_AD_QueryDT(ad) == GEX_DT_##DT && gex_AD_QueryOps(ad) == all &&   \
@@ -235,6 +266,7 @@ enum { kForms = 3 };
     for (int i = 0; i < kNumNonFetching; ++i) {                                \
       const gex_OP_t b = kNonFetching[i];                                      \
       if (!(INTEGER) && IsBitwise(b)) continue;                                \
+      if ((b & without) != 0) continue;                                        \
       for (int fetch = 0; fetch < 2; ++fetch) {                                \
         const gex_OP_t op = fetch ? GEX_OP_TO_FETCHING(b) : b;                 \
         for (int cas_equal = 0; cas_equal < (b == GEX_OP_CAS ? 2 : 1);         \
@@ -336,14 +368,14 @@ static long Immediate(gex_Rank_t t, uint64_t *cell) {
     gex_Event_t e =
         gex_AD_OpNB_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, GEX_FLAG_IMMEDIATE);
     if (e == GEX_EVENT_NO_OP) {
-      CHECK(!DirectTo(t), "a direct NB refused with IMMEDIATE");
+      CHECK(!DirectTo(ad, t), "a direct NB refused with IMMEDIATE");
       ++refused;
       e = gex_AD_OpNB_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, 0);
     }
     gex_Event_Wait(e);
     if (gex_AD_OpNBI_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0,
                          GEX_FLAG_IMMEDIATE) != 0) {
-      CHECK(!DirectTo(t), "a direct NBI refused with IMMEDIATE");
+      CHECK(!DirectTo(ad, t), "a direct NBI refused with IMMEDIATE");
       ++refused;
       CHECK(gex_AD_OpNBI_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, 0) == 0,
             "NBI");
@@ -351,7 +383,7 @@ static long Immediate(gex_Rank_t t, uint64_t *cell) {
     gex_NBI_Wait(GEX_EC_RMW, 0);
     if (gex_AD_OpBlocking_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0,
                               GEX_FLAG_IMMEDIATE) != 0) {
-      CHECK(!DirectTo(t), "a direct Blocking refused with IMMEDIATE");
+      CHECK(!DirectTo(ad, t), "a direct Blocking refused with IMMEDIATE");
       ++refused;
       CHECK(gex_AD_OpBlocking_U64(ad, &r, t, cell, GEX_OP_FADD, 1, 0, 0) == 0,
             "Blocking");
@@ -374,12 +406,15 @@ static void Ops(void) {
   const int ntargets = next == g_me ? 1 : 2;
   for (int k = 0; k < ntargets; ++k) {
     const gex_Rank_t t = targets[k];
-    Ops_I32(t, (int32_t *)Cell(t, g_me, 0));
-    Ops_U32(t, (uint32_t *)Cell(t, g_me, 1));
-    Ops_I64(t, (int64_t *)Cell(t, g_me, 2));
-    Ops_U64(t, (uint64_t *)Cell(t, g_me, 3));
-    Ops_FLT(t, (float *)Cell(t, g_me, 4));
-    Ops_DBL(t, (double *)Cell(t, g_me, 5));
+    for (int offloadable = 0; offloadable < 2; ++offloadable) {
+      const gex_OP_t without = offloadable ? kNotOffloaded : 0;
+      Ops_I32(t, (int32_t *)Cell(t, g_me, 0), without);
+      Ops_U32(t, (uint32_t *)Cell(t, g_me, 1), without);
+      Ops_I64(t, (int64_t *)Cell(t, g_me, 2), without);
+      Ops_U64(t, (uint64_t *)Cell(t, g_me, 3), without);
+    }
+    Ops_FLT(t, (float *)Cell(t, g_me, 4), 0);
+    Ops_DBL(t, (double *)Cell(t, g_me, 5), 0);
   }
   long refused = 0;
   for (int k = 0; k < ntargets; ++k) {

@@ -24,9 +24,20 @@ namespace {
 // Operations per type: each opcode (12 non-fetching and their fetching
 // forms, CAS both ways; FLT and DBL without the 6 bit-wise ones) in 3
 // forms, each after a SET (the "* 2"); then a SET and GET in 3 forms, and
-// one NBI in an access region.
+// one NBI in an access region. Integer types run twice: a domain of every
+// opcode, and one without MULT, MIN and MAX (what a network may offload).
 constexpr long long kIntegerOps = (12 * 2 + 2) * 3 * 2 + 1 + 3 + 1;
+constexpr long long kOffloadableOps = ((12 - 3) * 2 + 2) * 3 * 2 + 1 + 3 + 1;
 constexpr long long kFloatOps = ((12 - 3) * 2 + 2) * 3 * 2 + 1 + 3 + 1;
+// NB calls per domain: one per (op, CAS case), plus GET's.
+constexpr long long kIntegerNb = 12 * 2 + 2 + 1;
+constexpr long long kOffloadableNb = 9 * 2 + 2 + 1;
+constexpr long long kFloatNb = 9 * 2 + 2 + 1;
+
+// Whether the instance's conduit performs the offloadable domains' atomics
+// itself, this rank's included: ucx, when some rank is off the supernode
+// (its default GASNET_UCX_OFFLOAD_ATOMICS=1).
+bool Offloading(int n) { return Conduit() == "ucx" && SpansSupernodes(n); }
 
 class RatomicJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
@@ -39,12 +50,14 @@ TEST_P(RatomicJobTest, EveryOpEveryTypeAndExactSums) {
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
     if (mode == "ops") {
       const int targets = n == 1 ? 1 : 2;
-      EXPECT_EQ(Field(line, "ops"), targets * (4 * kIntegerOps + 2 * kFloatOps))
+      EXPECT_EQ(Field(line, "ops"),
+                targets * (4 * (kIntegerOps + kOffloadableOps) + 2 * kFloatOps))
           << line;
-      // NB calls: one per (op, CAS case) and type, plus GET's; direct
-      // (GEX_EVENT_INVALID) exactly where the target is mapped here.
+      // NB calls: direct (GEX_EVENT_INVALID) exactly where the target is
+      // mapped here and the domain is not the network's.
       const long long nb_per_target =
-          4 * (12 * 2 + 2 + 1) + 2 * (9 * 2 + 2 + 1);
+          4 * (kIntegerNb + (Offloading(n) ? 0 : kOffloadableNb)) +
+          2 * kFloatNb;
       long long direct = 0;
       if (!force_am) {
         direct += nb_per_target;  // this rank's own cells
@@ -56,7 +69,7 @@ TEST_P(RatomicJobTest, EveryOpEveryTypeAndExactSums) {
       // IMMEDIATE: never refused on the direct path.
       const long long refused = Field(line, "refused");
       EXPECT_GE(refused, 0) << line;
-      if (direct == (n == 1 ? 1 : 2) * nb_per_target) {
+      if (!Offloading(n) && direct == (n == 1 ? 1 : 2) * nb_per_target) {
         EXPECT_EQ(refused, 0) << line;
       }
     }
@@ -129,6 +142,59 @@ INSTANTIATE_TEST_SUITE_P(RanksPaths, RatomicParJobTest,
                                "n%d_%s", std::get<0>(info.param),
                                PathName(std::get<1>(info.param)));
                          });
+
+// ---------------------------------------------------------------------------
+// Network atomics (ucx only): the sum, cas and PAR modes with UCP
+// performing the domains it can (GASNET_UCX_OFFLOAD_ATOMICS, default on)
+// and with every domain kept generic; the sums are exact either way, and
+// GASNET_UCX_STATS counts the operations UCP carried on every rank: some
+// where offloaded (this rank's own included, so every rank has some), none
+// where not.
+
+class RatomicOffloadJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+TEST_P(RatomicOffloadJobTest, ExactWithAndWithoutTheNetworksAtomics) {
+  constexpr int kRanks = 4;
+  if (Conduit() != "ucx") GTEST_SKIP() << "only ucx offloads atomics";
+  if (!SpansSupernodes(kRanks)) GTEST_SKIP() << "no rank is off-supernode";
+  const auto& [mode, offload] = GetParam();
+  const bool par = mode == "par";
+  if (kTsan && !par) GTEST_SKIP() << "the SEQ client is not threaded";
+  std::vector<std::string> env = {
+      "GASNET_UCX_STATS=1",
+      absl::StrFormat("GASNET_UCX_OFFLOAD_ATOMICS=%d", offload ? 1 : 0)};
+  const std::string tsan_dir = MakeTempDir("tsan");
+  for (std::string& v : TsanEnv(tsan_dir)) env.push_back(std::move(v));
+  const JobResult r =
+      par ? RunApiJob("ratomic_par_client", kRanks, {"par", "4", "20"}, env)
+          : RunApiJob("ratomic_client", kRanks, {mode}, env);
+  ExpectEveryRankOk(r, kRanks, mode + " ok");
+  int stats = 0;
+  for (const std::string& line : Lines(r.out)) {
+    if (line.rfind("ucx: rank ", 0) != 0) continue;
+    ++stats;
+    const size_t at = line.find(" atomics ");
+    ASSERT_NE(at, std::string::npos) << line;
+    const long long atomics = std::stoll(line.substr(at + 9));
+    if (offload) {
+      EXPECT_GT(atomics, 0) << line;
+    } else {
+      EXPECT_EQ(atomics, 0) << line;
+    }
+  }
+  EXPECT_EQ(stats, kRanks) << r.out;
+  if (par) ExpectNoTsanReports(tsan_dir, kRanks);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesWays, RatomicOffloadJobTest,
+    ::testing::Combine(::testing::Values("sum", "cas", "par"),
+                       ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_%s", std::get<0>(info.param),
+                             std::get<1>(info.param) ? "offloaded" : "generic");
+    });
 
 // ---------------------------------------------------------------------------
 // Misuse.
