@@ -110,6 +110,17 @@ bool FakePinner::Covers(uint64_t key, uintptr_t base, size_t length) const {
   return base >= r.base && base + length <= r.base + r.length;
 }
 
+bool FakePinner::CoversRemote(uint64_t remote_key, uintptr_t base,
+                              size_t length) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, r] : live_) {
+    if (r.remote_key == remote_key) {
+      return base >= r.base && base + length <= r.base + r.length;
+    }
+  }
+  return false;
+}
+
 int FakePinner::errors() const {
   absl::MutexLock lock(&mu_);
   return errors_;

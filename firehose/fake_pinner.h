@@ -59,6 +59,8 @@ class FakePinner : public Pinner {
   // Whether [base, base + length) lies inside some live registration whose
   // local key is `key`: what a device would check on an access.
   bool Covers(uint64_t key, uintptr_t base, size_t length) const;
+  // The same check by remote key: what a device checks on a peer's RDMA.
+  bool CoversRemote(uint64_t remote_key, uintptr_t base, size_t length) const;
   // Unpins of a registration that is not live (unknown key, or already
   // unpinned, or base/length not as pinned), and pins of an empty or
   // unaligned range. Should stay 0.

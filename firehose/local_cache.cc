@@ -8,34 +8,9 @@
 #include "base/stderr_line.h"
 
 namespace gexrt::firehose {
-namespace {
-
-// Index entries reserved at creation, before GASNET_FIREHOSE_TABLE_SCALE.
-size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale) {
-  const size_t base = std::min<size_t>(max_bytes / bucket_size, 1 << 16);
-  return static_cast<size_t>(static_cast<double>(base) * scale);
-}
-
-}  // namespace
-
 absl::Status ValidateLocalLimits(const LocalLimits& limits) {
-  if (limits.bucket_size == 0 ||
-      (limits.bucket_size & (limits.bucket_size - 1)) != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "firehose: bucket size %d is not a power of two", limits.bucket_size));
-  }
-  if (limits.max_region_size == 0 ||
-      limits.max_region_size % limits.bucket_size != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "firehose: the largest region (%d bytes) is not a positive multiple "
-        "of the bucket size (%d bytes)",
-        limits.max_region_size, limits.bucket_size));
-  }
-  if (!(limits.table_scale > 0)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "firehose: table scale %g is not positive", limits.table_scale));
-  }
-  return absl::OkStatus();
+  return internal::ValidateGeometry(limits.bucket_size, limits.max_region_size,
+                                    limits.table_scale);
 }
 
 absl::StatusOr<std::unique_ptr<LocalCache>> LocalCache::Create(
@@ -50,9 +25,10 @@ absl::StatusOr<std::unique_ptr<LocalCache>> LocalCache::Create(
 LocalCache::LocalCache(const LocalLimits& limits, Pinner* pinner)
     : limits_(limits),
       pinner_(pinner),
-      table_(limits.bucket_size,
-             ReserveBuckets(limits.max_pinned_bytes, limits.bucket_size,
-                            limits.table_scale)) {
+      table_(
+          limits.bucket_size,
+          internal::ReserveBuckets(limits.max_pinned_bytes, limits.bucket_size,
+                                   limits.table_scale, size_t{1} << 16)) {
   if (limits_.verbose) {
     WriteStderrLine(absl::StrFormat(
         "firehose: local cache: at most %d bytes in %d regions pinned, "
@@ -84,24 +60,12 @@ LocalCache::~LocalCache() {
 
 absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
                                                         size_t length) {
-  if (length == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("firehose: empty range at 0x%x", addr));
-  }
-  if (addr >
-      std::numeric_limits<uintptr_t>::max() - length - limits_.bucket_size) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "firehose: range [0x%x, +%d) wraps the address space", addr, length));
-  }
-  const uintptr_t lo = addr & ~(limits_.bucket_size - 1);
-  const uintptr_t hi =
-      (addr + length + limits_.bucket_size - 1) & ~(limits_.bucket_size - 1);
-  if (hi - lo > limits_.max_region_size) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "firehose: range [0x%x, +%d) spans %d bytes of buckets, more than "
-        "the largest region (%d bytes, GASNET_FIREHOSE_MAXREGION_SIZE); split "
-        "it (LocalCache::Acquirable)",
-        addr, length, hi - lo, limits_.max_region_size));
+  uintptr_t lo;
+  uintptr_t hi;
+  if (absl::Status s = internal::BucketRange(addr, length, limits_.bucket_size,
+                                             limits_.max_region_size, &lo, &hi);
+      !s.ok()) {
+    return s;
   }
 
   absl::MutexLock lock(&mu_);
@@ -129,7 +93,7 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
   uintptr_t new_lo = lo;
   uintptr_t new_hi = hi;
   for (internal::Region* other : overlap_) {
-    if (other->refs != 0) continue;
+    if (!other->victim) continue;
     const uintptr_t merged_lo = std::min(new_lo, other->base);
     const uintptr_t merged_hi = std::max(new_hi, other->end());
     if (merged_hi - merged_lo <= limits_.max_region_size &&
@@ -155,7 +119,7 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
   }
   // The victims the new region replaces go first, then the oldest others.
   for (internal::Region* other : overlap_) {
-    if (other->refs == 0) EvictLocked(other);
+    if (other->victim) EvictLocked(other);
   }
   while (table_.bytes() + need > limits_.max_pinned_bytes ||
          table_.regions() + 1 > limits_.max_pinned_regions) {

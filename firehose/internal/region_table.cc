@@ -1,8 +1,59 @@
 #include "firehose/internal/region_table.h"
 
+#include <algorithm>
 #include <cassert>
+#include <limits>
+
+#include "absl/strings/str_format.h"
 
 namespace gexrt::firehose::internal {
+
+absl::Status BucketRange(uintptr_t addr, size_t length, size_t bucket_size,
+                         size_t max_region, uintptr_t* lo, uintptr_t* hi) {
+  if (length == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("firehose: empty range at 0x%x", addr));
+  }
+  if (addr > std::numeric_limits<uintptr_t>::max() - length - bucket_size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: range [0x%x, +%d) wraps the address space", addr, length));
+  }
+  *lo = addr & ~(bucket_size - 1);
+  *hi = (addr + length + bucket_size - 1) & ~(bucket_size - 1);
+  if (*hi - *lo > max_region) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: range [0x%x, +%d) spans %d bytes of buckets, more than "
+        "the largest region (%d bytes, GASNET_FIREHOSE_MAXREGION_SIZE); split "
+        "it (Acquirable)",
+        addr, length, *hi - *lo, max_region));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGeometry(size_t bucket_size, size_t max_region,
+                              double table_scale) {
+  if (bucket_size == 0 || (bucket_size & (bucket_size - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: bucket size %d is not a power of two", bucket_size));
+  }
+  if (max_region == 0 || max_region % bucket_size != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: the largest region (%d bytes) is not a positive multiple "
+        "of the bucket size (%d bytes)",
+        max_region, bucket_size));
+  }
+  if (!(table_scale > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "firehose: table scale %g is not positive", table_scale));
+  }
+  return absl::OkStatus();
+}
+
+size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale,
+                      size_t cap) {
+  const size_t base = std::min<size_t>(max_bytes / bucket_size, cap);
+  return static_cast<size_t>(static_cast<double>(base) * scale);
+}
 
 RegionTable::RegionTable(size_t bucket_size, size_t reserve_buckets)
     : bucket_size_(bucket_size) {

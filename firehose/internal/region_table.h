@@ -49,6 +49,21 @@ struct Region {
   uintptr_t end() const { return base + length; }
 };
 
+// The buckets [*lo, *hi) that cover [addr, addr + length). InvalidArgument
+// for an empty range, one that wraps the address space, or one whose buckets
+// span more than `max_region` bytes.
+absl::Status BucketRange(uintptr_t addr, size_t length, size_t bucket_size,
+                         size_t max_region, uintptr_t* lo, uintptr_t* hi);
+
+// InvalidArgument unless bucket_size is a power of two, max_region a
+// positive multiple of it and table_scale positive.
+absl::Status ValidateGeometry(size_t bucket_size, size_t max_region,
+                              double table_scale);
+
+// Index entries to reserve for a table of up to `max_bytes`.
+size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale,
+                      size_t cap);
+
 class RegionTable {
  public:
   // `bucket_size` is a power of two; `reserve_buckets` sizes the index.
