@@ -148,6 +148,33 @@ void SendDone(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
+namespace {
+
+// Sends the message of `len` bytes built at `buffer + kSendPrefix` (a
+// buffer of `pool`) to `ep` as one eager UCP AM; the buffer goes back to
+// its pool once UCX is done with it (at once when the send completed in
+// place or failed). UCS_OK, or why the send failed.
+ucs_status_t SendEager(ucp_ep_h ep, BufferPool& pool, unsigned char* buffer,
+                       size_t len) {
+  BufferPool* owner = &pool;
+  std::memcpy(buffer, &owner, sizeof owner);
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                   UCP_OP_ATTR_FIELD_FLAGS;
+  p.cb.send = &SendDone;
+  p.user_data = buffer;
+  // Eager only: the receive callback takes whole messages; rendezvous
+  // would need a receive posted from it.
+  p.flags = UCP_AM_SEND_FLAG_EAGER;
+  ucs_status_ptr_t req =
+      ucp_am_send_nbx(ep, kAmId, nullptr, 0, buffer + kSendPrefix, len, &p);
+  if (UCS_PTR_IS_PTR(req)) return UCS_OK;
+  pool.Put(buffer);
+  return req == nullptr ? UCS_OK : UCS_PTR_STATUS(req);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Start-up and shut-down.
 
@@ -347,27 +374,17 @@ absl::Status UcxConduit::ConnectPeers(const NodeMap& map) {
   // UCX) does not wait in UCX for a connection.
   for (Rank r : peers) {
     unsigned char* buffer = TakeBuffer(*reply_pool_, false, true);
-    unsigned char* msg = buffer + kSendPrefix;
     WireHeader h{};
     h.flags = kFlagCreditsOnly | kFlagHello;
     h.source = rank_;
-    std::memcpy(msg, &h, sizeof h);
-    BufferPool* pool = reply_pool_.get();
-    std::memcpy(buffer, &pool, sizeof pool);
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FIELD_FLAGS;
-    p.cb.send = &SendDone;
-    p.user_data = buffer;
-    p.flags = UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t req =
-        ucp_am_send_nbx(eps_[r], kAmId, nullptr, 0, msg, sizeof h, &p);
-    if (UCS_PTR_IS_ERR(req)) {
+    std::memcpy(buffer + kSendPrefix, &h, sizeof h);
+    const ucs_status_t sent =
+        SendEager(eps_[r], *reply_pool_, buffer, sizeof h);
+    if (sent != UCS_OK) {
       return absl::UnavailableError(
           absl::StrFormat("ucx conduit: rank %u: the hello to rank %u: %s",
-                          rank_, r, StatusText(UCS_PTR_STATUS(req))));
+                          rank_, r, StatusText(sent)));
     }
-    if (req == nullptr) pool->Put(buffer);
   }
   while (hellos_.load(std::memory_order_acquire) < peers.size()) {
     WaitRound([&] { return ucp_worker_progress(worker_); });
@@ -759,8 +776,6 @@ core::SendStatus UcxConduit::Send(Rank dest, ReplyHandle* reply,
     WriteLongPayload(dest, m.payload, m.len, m.long_dest, replies_only);
   }
 
-  BufferPool* owner = &pool;
-  std::memcpy(buffer, &owner, sizeof owner);
   unsigned char* msg = buffer + kSendPrefix;
   WireHeader h{};
   h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3) |
@@ -783,22 +798,8 @@ core::SendStatus UcxConduit::Send(Rank dest, ReplyHandle* reply,
     std::memcpy(msg + payload_at, m.payload, inline_len);
   }
 
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                   UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &SendDone;
-  p.user_data = buffer;
-  // Eager only: the receive callback takes whole messages; rendezvous
-  // would need a receive posted from it.
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t req =
-      ucp_am_send_nbx(eps_[dest], kAmId, nullptr, 0, msg, total, &p);
-  if (req == nullptr) {
-    pool.Put(buffer);
-  } else if (UCS_PTR_IS_ERR(req)) {
-    pool.Put(buffer);
-    PeerLost("sending to", dest, UCS_PTR_STATUS(req));
-  }
+  const ucs_status_t sent = SendEager(eps_[dest], pool, buffer, total);
+  if (sent != UCS_OK) PeerLost("sending to", dest, sent);
   if (!credits_only) {
     if (request) {
       counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
