@@ -1,10 +1,16 @@
 #include "bootstrap/node_map.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "base/cpu.h"
 #include "base/env/settings.h"
@@ -33,6 +39,8 @@ NodeMap NodeMap::Build(absl::Span<const uint64_t> host_ids, Rank my_rank,
   NodeMap map;
   map.my_rank_ = my_rank;
   map.places_.resize(n);
+  map.ranks_on_my_machine_ = static_cast<uint32_t>(
+      std::count(host_ids.begin(), host_ids.end(), host_ids[my_rank]));
 
   // Hosts in order of first appearance, which scanning ranks in ascending
   // order makes the order of their lowest rank.
@@ -138,7 +146,7 @@ absl::Span<const Rank> NodeMap::supernode_members(uint32_t supernode) const {
 }
 
 bool NodeMap::MyHostIsOversubscribed() const {
-  return HostIsOversubscribed(static_cast<int>(my_host_members().size()));
+  return HostIsOversubscribed(static_cast<int>(ranks_on_my_machine_));
 }
 
 uint32_t SupernodeMaxSizeFromEnv() {
@@ -147,14 +155,95 @@ uint32_t SupernodeMaxSizeFromEnv() {
                   /*max=*/std::numeric_limits<uint32_t>::max()));
 }
 
+std::optional<std::pair<Rank, Rank>> FindNodeSplitAcrossHosts(
+    absl::Span<const uint64_t> host_ids, absl::Span<const uint64_t> node_ids) {
+  if (host_ids.size() != node_ids.size()) {
+    FatalErrorF(
+        "FindNodeSplitAcrossHosts: %d host ids but %d node ids (one each per "
+        "rank)",
+        host_ids.size(), node_ids.size());
+  }
+  // Each node's lowest rank.
+  absl::flat_hash_map<uint64_t, Rank> first_of_node;
+  for (Rank r = 0; r < node_ids.size(); ++r) {
+    const auto [it, inserted] = first_of_node.try_emplace(node_ids[r], r);
+    if (!inserted && host_ids[it->second] != host_ids[r]) {
+      return std::make_pair(it->second, r);
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// What each rank contributes when its bootstrap is a LauncherNodeSource.
+// Names are cut to fit (they only serve messages).
+struct NodeRecord {
+  uint64_t host_id;
+  uint64_t node_id;
+  uint8_t has_node_id;
+  char host_name[47];  // Hostname(), NUL-terminated.
+  char node_name[48];  // The launcher's name for the node, NUL-terminated.
+};
+
+void CopyName(const std::string& from, char* to, size_t size) {
+  std::memset(to, 0, size);
+  std::memcpy(to, from.data(), std::min(from.size(), size - 1));
+}
+
+}  // namespace
+
 NodeMap DiscoverNodeMap(Bootstrap& bootstrap) {
   // Read before the collective: a malformed value is then reported before
   // this rank joins it, not after.
   const uint32_t max_size = SupernodeMaxSizeFromEnv();
   const uint64_t my_id = HostId();
-  std::vector<uint64_t> ids(bootstrap.size());
-  bootstrap.Allgather(&my_id, sizeof(my_id), ids.data());
-  return NodeMap::Build(ids, bootstrap.rank(), max_size);
+  const auto* source = dynamic_cast<const LauncherNodeSource*>(&bootstrap);
+  if (source == nullptr) {
+    std::vector<uint64_t> ids(bootstrap.size());
+    bootstrap.Allgather(&my_id, sizeof(my_id), ids.data());
+    return NodeMap::Build(ids, bootstrap.rank(), max_size);
+  }
+
+  NodeRecord mine{};
+  mine.host_id = my_id;
+  const std::optional<uint64_t> node = source->LauncherNodeId();
+  mine.has_node_id = node.has_value() ? 1 : 0;
+  mine.node_id = node.value_or(0);
+  CopyName(Hostname(), mine.host_name, sizeof mine.host_name);
+  CopyName(source->LauncherNodeName(), mine.node_name, sizeof mine.node_name);
+  const Rank n = bootstrap.size();
+  std::vector<NodeRecord> all(n);
+  bootstrap.Allgather(&mine, sizeof mine, all.data());
+
+  std::vector<uint64_t> host_ids(n), node_ids(n);
+  bool every_rank_has_a_node = true;
+  for (Rank r = 0; r < n; ++r) {
+    host_ids[r] = all[r].host_id;
+    node_ids[r] = all[r].node_id;
+    if (all[r].has_node_id == 0) every_rank_has_a_node = false;
+  }
+  if (!every_rank_has_a_node) {
+    return NodeMap::Build(host_ids, bootstrap.rank(), max_size);
+  }
+  if (const auto split = FindNodeSplitAcrossHosts(host_ids, node_ids)) {
+    const auto [a, b] = *split;
+    const std::string node_name = all[a].node_name;
+    FatalErrorF(
+        "bootstrap: %s places ranks %d and %d on one node%s, but our host "
+        "identity (GASNET_HOST_DETECT) puts them on different hosts ('%s' "
+        "and '%s'): ranks of one node must share memory, so they must be "
+        "on one host. Check the launcher's node list, or whether the ranks "
+        "run in different UTS namespaces (containers) on that node",
+        source->LauncherName(), a, b,
+        node_name.empty() ? std::string()
+                          : absl::StrFormat(" ('%s')", node_name),
+        all[a].host_name, all[b].host_name);
+  }
+  NodeMap map = NodeMap::Build(node_ids, bootstrap.rank(), max_size);
+  map.ranks_on_my_machine_ = static_cast<uint32_t>(
+      std::count(host_ids.begin(), host_ids.end(), my_id));
+  return map;
 }
 
 }  // namespace gexrt

@@ -26,6 +26,9 @@
 #define GEX_BOOTSTRAP_NODE_MAP_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -85,15 +88,22 @@ class NodeMap {
     return place(a).supernode == place(b).supernode;
   }
 
-  // True when the ranks on my host outnumber the CPUs this process may use
-  // (base/cpu.h HostIsOversubscribed): waits should then yield the CPU.
-  // Asks the kernel on each call (affinity can change).
+  // True when the ranks on my machine outnumber the CPUs this process may
+  // use (base/cpu.h HostIsOversubscribed): waits should then yield the
+  // CPU. My machine is my host, except where a launcher places ranks of
+  // several of its nodes on this one kernel (DiscoverNodeMap): they all
+  // compete for its CPUs. Asks the kernel on each call (affinity can
+  // change).
   bool MyHostIsOversubscribed() const;
 
  private:
+  friend NodeMap DiscoverNodeMap(Bootstrap& bootstrap);
   NodeMap() = default;
 
   Rank my_rank_ = 0;
+  // Ranks sharing this rank's host id (HostId()), this one included: the
+  // size of my host unless the host keys came from a launcher's nodes.
+  uint32_t ranks_on_my_machine_ = 0;
   std::vector<RankPlace> places_;  // Indexed by job rank.
   // Every rank, grouped by host in host order, ascending within a host:
   // host h's ranks are member_ranks_[host_begin_[h] .. host_begin_[h+1]).
@@ -112,8 +122,43 @@ class NodeMap {
 // malformed value is a fatal error naming the variable.
 uint32_t SupernodeMaxSizeFromEnv();
 
+// Implemented, besides Bootstrap, by a bootstrap whose launcher knows the
+// job's nodes (PMIx: bootstrap/pmix_bootstrap.h). DiscoverNodeMap then
+// makes the launcher's nodes the map's hosts, cross-checked against our
+// host identity:
+//   - ranks the launcher places on one node must have one host id (they
+//     will share memory); if not, every rank stops with a fatal error
+//     naming two such ranks, their host names and the node;
+//   - ranks of different nodes with one host id (a launcher emulating
+//     several nodes on one machine: two slurmd on one host, mpirun's
+//     --host a:2,b:2) are legal: they are on different hosts of the map
+//     and do not share memory.
+// If some rank's launcher does not say which node it is on, the map
+// follows the host ids alone.
+class LauncherNodeSource {
+ public:
+  virtual ~LauncherNodeSource() = default;
+  // This rank's node: equal on the ranks of one node, different across
+  // nodes; nullopt when the launcher does not say.
+  virtual std::optional<uint64_t> LauncherNodeId() const = 0;
+  // The node's name as the launcher gives it (may be empty), and the
+  // launcher's ("srun", "mpirun"), for messages.
+  virtual std::string LauncherNodeName() const = 0;
+  virtual std::string LauncherName() const = 0;
+};
+
+// Two ranks a < b that `node_ids` places on one node while `host_ids`
+// puts them on different hosts, or nullopt when there are none: b is the
+// lowest rank whose host id differs from that of its node's lowest rank,
+// a. Both spans hold one entry per rank (different lengths are a fatal
+// error). O(ranks) expected time.
+std::optional<std::pair<Rank, Rank>> FindNodeSplitAcrossHosts(
+    absl::Span<const uint64_t> host_ids, absl::Span<const uint64_t> node_ids);
+
 // Allgathers this process's HostId() over `bootstrap` (collective: every
-// rank calls it) and builds the map with SupernodeMaxSizeFromEnv().
+// rank calls it) and builds the map with SupernodeMaxSizeFromEnv(). When
+// `bootstrap` is also a LauncherNodeSource, the launcher's node ids travel
+// with the host ids and decide the hosts (see LauncherNodeSource).
 NodeMap DiscoverNodeMap(Bootstrap& bootstrap);
 
 }  // namespace gexrt

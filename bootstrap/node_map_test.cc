@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/cpu.h"
 #include "base/host_id.h"
 #include "bootstrap/bootstrap.h"
 #include "gmock/gmock.h"
@@ -431,6 +434,144 @@ TEST(NodeMapTest, OversubscribedWhenRanksOnMyHostOutnumberCpus) {
   std::vector<uint64_t> mostly_elsewhere(16385, kB);
   mostly_elsewhere[0] = kA;
   EXPECT_FALSE(NodeMap::Build(mostly_elsewhere, 0, 0).MyHostIsOversubscribed());
+}
+
+TEST(FindNodeSplitAcrossHostsTest, NodesThatFollowHostsAreFine) {
+  EXPECT_EQ(FindNodeSplitAcrossHosts({kA, kA, kB, kB}, {0, 0, 1, 1}),
+            std::nullopt);
+  EXPECT_EQ(FindNodeSplitAcrossHosts({}, {}), std::nullopt);
+}
+
+TEST(FindNodeSplitAcrossHostsTest, SeveralNodesOnOneHostAreFine) {
+  // Two emulated nodes on one machine: one host id, two node ids.
+  EXPECT_EQ(FindNodeSplitAcrossHosts({kA, kA, kA, kA}, {0, 0, 1, 1}),
+            std::nullopt);
+}
+
+TEST(FindNodeSplitAcrossHostsTest, OneNodeOnTwoHostsNamesTwoRanks) {
+  // Node 7 = ranks 1, 2, 4; rank 4 is on another host than rank 1.
+  EXPECT_EQ(FindNodeSplitAcrossHosts({kA, kB, kB, kC, kC}, {3, 7, 7, 9, 7}),
+            std::make_pair(Rank{1}, Rank{4}));
+  // The lowest such rank is named, with its node's lowest rank.
+  EXPECT_EQ(FindNodeSplitAcrossHosts({kA, kB, kC, kB}, {0, 1, 0, 1}),
+            std::make_pair(Rank{0}, Rank{2}));
+}
+
+using FindNodeSplitAcrossHostsDeathTest = NodeMapDeathTest;
+
+TEST_F(FindNodeSplitAcrossHostsDeathTest, LengthsMustAgree) {
+  EXPECT_DEATH(FindNodeSplitAcrossHosts({kA, kA}, {0}),
+               "2 host ids but 1 node ids");
+}
+
+// A bootstrap whose launcher names nodes. The record each rank contributes
+// is opaque to the test, so every "rank" runs DiscoverNodeMap in turn, in
+// one thread, writing its record into a shared table: after a first pass
+// over all ranks the table is full, and the second pass sees every record.
+class FakeNodeBootstrap : public Bootstrap, public LauncherNodeSource {
+ public:
+  FakeNodeBootstrap(Rank rank, std::vector<std::string>* table, size_t size,
+                    std::optional<uint64_t> node, std::string node_name)
+      : rank_(rank),
+        table_(table),
+        size_(size),
+        node_(node),
+        node_name_(std::move(node_name)) {}
+
+  Rank rank() const override { return rank_; }
+  Rank size() const override { return static_cast<Rank>(size_); }
+  void Barrier() override {}
+  void Allgather(const void* src, size_t len, void* dst) override {
+    (*table_)[rank_].assign(static_cast<const char*>(src), len);
+    auto* out = static_cast<char*>(dst);
+    for (Rank r = 0; r < size(); ++r) {
+      // A slot not contributed yet (the first pass) is left zero.
+      if ((*table_)[r].size() == len) {
+        std::memcpy(out + r * len, (*table_)[r].data(), len);
+      } else {
+        std::memset(out + r * len, 0, len);
+      }
+    }
+  }
+  void Alltoall(const void*, size_t, void*) override {
+    ADD_FAILURE() << "unexpected Alltoall";
+  }
+  void Broadcast(const void*, size_t, void*, Rank) override {
+    ADD_FAILURE() << "unexpected Broadcast";
+  }
+  [[noreturn]] void Abort(int exit_code, std::string_view reason) override {
+    ADD_FAILURE() << "unexpected Abort: " << reason;
+    std::abort();
+  }
+  void Fini() override {}
+
+  std::optional<uint64_t> LauncherNodeId() const override { return node_; }
+  std::string LauncherNodeName() const override { return node_name_; }
+  std::string LauncherName() const override { return "fakerun"; }
+
+ private:
+  Rank rank_;
+  std::vector<std::string>* table_;
+  size_t size_;
+  std::optional<uint64_t> node_;
+  std::string node_name_;
+};
+
+// Every rank of a job on this machine (one host id), on the launcher's
+// `nodes`; the map rank `me` sees once all have contributed.
+NodeMap MapOnLauncherNodes(const std::vector<std::optional<uint64_t>>& nodes,
+                           Rank me) {
+  std::vector<std::string> table(nodes.size());
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Rank r = 0; r < nodes.size(); ++r) {
+      FakeNodeBootstrap b(r, &table, nodes.size(), nodes[r],
+                          absl::StrCat("n", nodes[r].value_or(99)));
+      if (pass == 1 && r == me) return DiscoverNodeMap(b);
+      (void)DiscoverNodeMap(b);
+    }
+  }
+  ADD_FAILURE() << "rank " << me << " out of range";
+  std::abort();
+}
+
+TEST(DiscoverNodeMapTest, LauncherNodesBecomeHosts) {
+  ScopedMaxSize env(nullptr);
+  // Two emulated nodes on this machine: two hosts, two supernodes.
+  const NodeMap map = MapOnLauncherNodes({0, 0, 1, 1}, 2);
+  EXPECT_EQ(map.host_count(), 2u);
+  EXPECT_EQ(map.supernode_count(), 2u);
+  EXPECT_THAT(map.my_host_members(), ElementsAre(2u, 3u));
+  EXPECT_FALSE(map.SameHost(1, 2));
+  ExpectConsistent(map);
+}
+
+TEST(DiscoverNodeMapTest, OneLauncherNodeIsOneHost) {
+  ScopedMaxSize env(nullptr);
+  const NodeMap map = MapOnLauncherNodes({5, 5, 5}, 1);
+  EXPECT_EQ(map.host_count(), 1u);
+  EXPECT_THAT(map.my_host_members(), ElementsAre(0u, 1u, 2u));
+}
+
+TEST(DiscoverNodeMapTest, ARankWithoutANodeMeansHostIdsDecide) {
+  ScopedMaxSize env(nullptr);
+  const NodeMap map = MapOnLauncherNodes({0, std::nullopt, 1}, 0);
+  EXPECT_EQ(map.host_count(), 1u);
+}
+
+TEST(NodeMapTest, OversubscriptionCountsEveryRankOnMyMachine) {
+  // Two ranks more than this machine's CPUs, each on an emulated node of
+  // its own: every host of the map holds one rank, yet they all compete
+  // for these CPUs.
+  const int cpus = OnlineCpuCount();
+  std::vector<std::optional<uint64_t>> nodes;
+  for (int i = 0; i < cpus + 2; ++i) nodes.push_back(i);
+  const NodeMap map = MapOnLauncherNodes(nodes, 0);
+  EXPECT_EQ(map.my_host_members().size(), 1u);
+  EXPECT_TRUE(map.MyHostIsOversubscribed());
+  // Without emulation, one rank per host is not oversubscribed.
+  std::vector<uint64_t> hosts;
+  for (int i = 0; i < cpus + 2; ++i) hosts.push_back(kA + i);
+  EXPECT_FALSE(NodeMap::Build(hosts, 0, 0).MyHostIsOversubscribed());
 }
 
 }  // namespace

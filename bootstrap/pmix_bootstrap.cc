@@ -163,7 +163,7 @@ void Bounded(absl::Duration timeout, const std::string& what_failed,
   watchdog.join();
 }
 
-std::string LauncherName() {
+std::string DetectLauncherName() {
   if (std::getenv("SLURM_STEP_ID") != nullptr ||
       std::getenv("SLURM_JOB_ID") != nullptr) {
     return "srun";
@@ -208,8 +208,6 @@ std::vector<Rank> ParseRankList(std::string_view list) {
   return ranks;
 }
 
-constexpr char kHostIdKey[] = "gex.hostid";
-
 }  // namespace
 
 bool PmixBootstrap::Present() {
@@ -220,7 +218,7 @@ bool PmixBootstrap::Present() {
 absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
   std::unique_ptr<PmixBootstrap> b(new PmixBootstrap());
   b->timeout_ = BootstrapTimeoutFromEnv();
-  b->launcher_ = LauncherName();
+  b->launcher_ = DetectLauncherName();
   pmix_proc_t me;
   std::memset(&me, 0, sizeof me);
   pmix_status_t rc = PMIX_SUCCESS;
@@ -299,10 +297,13 @@ absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
   }
   b->size_ = static_cast<Rank>(size);
 
-  // The node facts: optional (a server may not give them), used only for
-  // the cross-check and messages.
-  uint64_t v = 0;
-  if (get_number(me, PMIX_NODEID, false, &v).ok()) b->node_.node_id = v;
+  // The node facts: optional (a server may not give them). They decide the
+  // node map's hosts (LauncherNodeId, DiscoverNodeMap).
+  uint64_t v = UINT64_MAX;
+  if (get_number(me, PMIX_NODEID, false, &v).ok() && v != UINT64_MAX) {
+    b->node_.node_id = static_cast<uint32_t>(v);
+    b->node_.has_node_id = true;
+  }
   v = 0;
   if (get_number(me, PMIX_LOCAL_RANK, false, &v).ok()) b->node_.local_rank = v;
   v = 0;
@@ -325,14 +326,6 @@ absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
       PMIX_VALUE_RELEASE(val);
     }
   }
-
-  // This rank's host id travels with the first committed data, for the
-  // node-map cross-check at the first Allgather.
-  const uint64_t host_id = HostId();
-  pmix_value_t hv;
-  PMIx_Value_load(&hv, &host_id, PMIX_UINT64);
-  PMIx_Put(PMIX_GLOBAL, kHostIdKey, &hv);
-  PMIx_Value_destruct(&hv);
 
   g_instance.store(b.get());
   SetFatalExitHook(&AbortJobOnFatal);
@@ -517,10 +510,6 @@ void PmixBootstrap::Allgather(const void* src, size_t len, void* dst) {
     if (len > 0) std::memcpy(out + r * len, data.data(), len);
   }
   if (len > 0) std::memcpy(out + rank_ * len, mine.data() + kHeaderBytes, len);
-  if (!node_checked_) {
-    node_checked_ = true;
-    CrossCheckNodeMap();
-  }
 }
 
 void PmixBootstrap::Alltoall(const void* src, size_t len, void* dst) {
@@ -584,37 +573,13 @@ void PmixBootstrap::Broadcast(const void* src, size_t len, void* dst,
   if (len > 0) std::memcpy(dst, data.data(), len);
 }
 
-void PmixBootstrap::CrossCheckNodeMap() {
-  // Host ids came with the first collected fence (put at Create).
-  std::vector<uint64_t> ids(size_);
-  pmix_proc_t who;
-  for (Rank r = 0; r < size_; ++r) {
-    PMIX_LOAD_PROCID(&who, nspace_.c_str(), r);
-    pmix_value_t* val = nullptr;
-    InfoArray info;
-    info.Bool(PMIX_OPTIONAL, true);
-    if (PMIx_Get(&who, kHostIdKey, info.info, info.n, &val) != PMIX_SUCCESS ||
-        val == nullptr) {
-      return;  // Not collected (an old server): nothing to compare.
-    }
-    ids[r] = val->type == PMIX_UINT64 ? val->data.uint64 : 0;
-    PMIX_VALUE_RELEASE(val);
-  }
-  const uint64_t mine = ids[rank_];
-  std::vector<Rank> same_host;
-  for (Rank r = 0; r < size_; ++r) {
-    if (ids[r] == mine) same_host.push_back(r);
-  }
-  if (node_.local_peers.empty() || same_host == node_.local_peers) return;
-  // Only the lowest rank of this host speaks, once.
-  if (same_host.front() != rank_) return;
-  WarningF(
-      "%s places ranks %s on this node ('%s') but our host identity "
-      "(GASNET_HOST_DETECT) puts ranks %s on this host ('%s'); the node "
-      "map (shared memory, gex_System_QueryHostInfo) follows the host "
-      "identity",
-      launcher_, absl::StrJoin(node_.local_peers, ","), node_.hostname,
-      absl::StrJoin(same_host, ","), Hostname());
+std::optional<uint64_t> PmixBootstrap::LauncherNodeId() const {
+  if (node_.has_node_id) return node_.node_id;
+  // Without PMIX_NODEID the node's name tells nodes apart (hashed as host
+  // ids are; far from the small node ids, which every rank of a job would
+  // have anyway: one server answers them all).
+  if (!node_.hostname.empty()) return Fnv1a64(node_.hostname);
+  return std::nullopt;
 }
 
 void PmixBootstrap::Abort(int exit_code, std::string_view reason) {

@@ -38,18 +38,20 @@
 // exits without a coordinated exit skips PMIx_Finalize, which PMIx servers
 // take as a failure: the job ends nonzero, as it should.
 //
-// Node map cross-check: PMIx says which ranks share this node
-// (PMIX_LOCAL_PEERS) and its name (PMIX_HOSTNAME). The node map itself is
-// built from our host identity (bootstrap/node_map.h, GASNET_HOST_DETECT),
-// since that is what decides whether ranks can share memory; at the first
-// Allgather each rank also compares PMIx's view with host ids and prints
-// one warning when they disagree (a launcher emulating several nodes on one
-// host, or ranks of one node in different UTS namespaces).
+// The node map (bootstrap/node_map.h, DiscoverNodeMap) follows PMIx's
+// nodes: PMIX_NODEID (else PMIX_HOSTNAME) names this rank's node, and
+// ranks of one node form one host of the map. It is cross-checked against
+// our host identity (GASNET_HOST_DETECT): two ranks PMIx places on one
+// node with different host ids is a fatal error naming them; ranks of
+// different PMIx nodes on one machine (Slurm with two slurmd on one host,
+// mpirun --host a:2,b:2 through a local remote-shell agent) are different
+// hosts of the map and do not share memory.
 #ifndef GEX_BOOTSTRAP_PMIX_BOOTSTRAP_H_
 #define GEX_BOOTSTRAP_PMIX_BOOTSTRAP_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,12 +59,14 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/node_map.h"
 
 namespace gexrt {
 
 // What PMIx says about this rank's node (after PmixBootstrap::Create).
 struct PmixNodeInfo {
   std::string hostname;           // PMIX_HOSTNAME; empty when not given.
+  bool has_node_id = false;       // Whether PMIx gave PMIX_NODEID.
   uint32_t node_id = 0;           // PMIX_NODEID.
   uint32_t local_rank = 0;        // PMIX_LOCAL_RANK.
   uint32_t local_size = 0;        // PMIX_LOCAL_SIZE.
@@ -71,7 +75,7 @@ struct PmixNodeInfo {
 
 struct PmixPending;  // One outstanding non-blocking PMIx call.
 
-class PmixBootstrap final : public Bootstrap {
+class PmixBootstrap final : public Bootstrap, public LauncherNodeSource {
  public:
   // Whether a PMIx server started this process (PMIX_RANK or
   // PMIX_NAMESPACE in the environment).
@@ -98,6 +102,11 @@ class PmixBootstrap final : public Bootstrap {
   // "srun", "mpirun" or "the PMIx launcher", for messages.
   const std::string& launcher_name() const { return launcher_; }
 
+  // LauncherNodeSource: PMIX_NODEID, else a hash of PMIX_HOSTNAME.
+  std::optional<uint64_t> LauncherNodeId() const override;
+  std::string LauncherNodeName() const override { return node_.hostname; }
+  std::string LauncherName() const override { return launcher_; }
+
   // The fatal-error hook's work: PMIx_Abort with code 1 (the server kills
   // every rank), best effort.
   void AbortFromFatal();
@@ -122,7 +131,6 @@ class PmixBootstrap final : public Bootstrap {
                            uint64_t len) const;
   std::string Header(uint32_t seq, uint8_t op, uint64_t len) const;
   void CheckOpen(std::string_view call) const;
-  void CrossCheckNodeMap();
 
   std::string nspace_;
   Rank rank_ = 0;
@@ -132,7 +140,6 @@ class PmixBootstrap final : public Bootstrap {
   PmixNodeInfo node_;
   uint32_t next_seq_ = 0;
   bool finalized_ = false;
-  bool node_checked_ = false;
 };
 
 }  // namespace gexrt

@@ -3,8 +3,6 @@
 // (Open MPI's mpirun) or srun (a one-node Slurm cluster this test starts
 // and stops). Each job is judged from the outside: exit code, every rank's
 // success line, no process of the job left, no shared memory left.
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -220,8 +218,8 @@ TEST_P(PmixBootstrapCollectivesTest, ContentsChecked) {
 INSTANTIATE_TEST_SUITE_P(Ranks, PmixBootstrapCollectivesTest,
                          ::testing::Values(1, 2, 4, 8));
 
-// One host: every rank in host 0 of 1, one supernode (the node map from
-// our host identity agrees with what PMIx says, so no warning).
+// One host: every rank in host 0 of 1, one supernode (PMIx's one node,
+// which our host identity agrees with). Two nodes: two_node_job_test.cc.
 TEST(PmixBootstrapTest, NodeMapOneHost) {
   SKIP_WITHOUT_LAUNCHER();
   PmixJobResult r = RunBootstrapClient(4, {"nodemap"});
@@ -232,37 +230,6 @@ TEST(PmixBootstrapTest, NodeMapOneHost) {
         << Describe(r);
   }
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("WARNING"))) << Describe(r);
-}
-
-// Two hosts as mpirun sees them ("a" and "b", both started here through a
-// remote-shell agent that drops the host name): the job runs, PMIx places
-// ranks 0,1 on node 'a' and 2,3 on 'b', and since the node map follows our
-// host identity (one kernel, one host: shared memory works across the
-// emulated nodes) rank 0 says so once.
-TEST(PmixBootstrapTest, TwoEmulatedHostsUnderMpirun) {
-  SKIP_WITHOUT_LAUNCHER();
-  if (g_cluster != nullptr) GTEST_SKIP() << "an mpirun case";
-  const std::string agent = MakeTempDir("rsh") + "/agent.sh";
-  {
-    FILE* f = std::fopen(agent.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs("#!/bin/sh\nshift\nexec sh -c \"$*\"\n", f);
-    std::fclose(f);
-    chmod(agent.c_str(), 0755);
-  }
-  PmixJobSpec spec;
-  spec.program = Runfile("tests/bootstrap/bootstrap_client");
-  spec.args = {"nodemap"};
-  spec.env = MpirunEnv();
-  spec.launcher = MpirunLauncher(4);
-  spec.launcher.insert(spec.launcher.end(),
-                       {"--mca", "plm_rsh_agent", agent, "--host", "a:2,b:2"});
-  PmixJobResult r = RunPmixJob(spec);
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_THAT(r.err, HasSubstr("mpirun places ranks 0,1 on this node ('a')"))
-      << Describe(r);
-  EXPECT_THAT(r.out, HasSubstr("rank 3/4 host 0/1")) << Describe(r);
-  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
 }
 
 // Bootstrap::Abort(7) on rank 1 while the others wait in a barrier:

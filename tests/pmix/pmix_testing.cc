@@ -20,10 +20,13 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 extern char** environ;
 
@@ -241,6 +244,32 @@ std::vector<std::string> MpirunEnv() {
   return {"PMIX_MCA_gds=hash", "TMPDIR=/tmp"};
 }
 
+std::vector<std::string> MpirunTwoHostsLauncher(int n, const std::string& dir) {
+  std::vector<std::string> argv = MpirunLauncher(n);
+  if (argv.empty()) return {};
+  // Each "host"'s daemon (orted) gets a TMPDIR of its own: two daemons on
+  // one machine otherwise race to create one session directory ("mkdir
+  // ... File exists") and write one hwloc topology file (a daemon then
+  // crashes in hwloc_shmem_topology_write).
+  for (const char* host : {"a", "b"}) {
+    mkdir(absl::StrCat(dir, "/", host).c_str(), 0700);
+  }
+  const std::string agent = dir + "/rsh_agent.sh";
+  if (!WriteFile(agent,
+                 absl::StrCat("#!/bin/sh\nexport TMPDIR=", dir,
+                              "/\"$1\"\nshift\nexec sh -c \"$*\"\n"),
+                 0755)) {
+    return {};
+  }
+  argv.insert(argv.end(), {"--mca", "plm_rsh_agent", agent, "--host",
+                           absl::StrFormat("a:%d,b:%d", n / 2, n - n / 2)});
+  return argv;
+}
+
+void RemoveTree(const std::string& dir) {
+  if (!dir.empty()) nftw(dir.c_str(), &RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 std::string NewTestJobId() {
   std::random_device random;
   return absl::StrFormat("GEX_JOB_ID=pmixt%08x%d", random(), getpid());
@@ -283,7 +312,16 @@ std::string SlurmCluster::LogTail(const std::string& name) const {
   return absl::StrJoin(lines.begin() + from, lines.end(), " | ");
 }
 
-absl::Status SlurmCluster::Start() {
+absl::Status SlurmCluster::Start(int nodes) {
+  if (nodes < 1 || nodes > 2) {
+    return absl::InvalidArgumentError("SlurmCluster: 1 or 2 nodes");
+  }
+  nodes_.clear();
+  if (nodes == 1) {
+    nodes_.push_back("gexnode");
+  } else {
+    nodes_ = {"gexn1", "gexn2"};
+  }
   for (const char* p : {"munged", "slurmctld", "slurmd", "srun", "sinfo"}) {
     if (FindProgram(p).empty()) {
       return absl::UnavailableError(
@@ -299,6 +337,14 @@ absl::Status SlurmCluster::Start() {
   conf_ = dir_ + "/slurm.conf";
   for (const char* sub : {"/munge", "/state", "/spool", "/tmp"}) {
     mkdir((dir_ + sub).c_str(), 0700);
+  }
+  // Per node (%n): two slurmd on one host need their own spool, and the
+  // pmix plugin its own TmpFS (else "Cannot create directory ...
+  // spmix_appdir ... File exists").
+  for (const std::string& node : nodes_) {
+    for (const char* sub : {"/spool/", "/tmp/"}) {
+      mkdir(absl::StrCat(dir_, sub, node).c_str(), 0700);
+    }
   }
   std::string key(1024, '\0');
   std::random_device random;
@@ -331,22 +377,26 @@ absl::Status SlurmCluster::Start() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::string node_lines;
+  for (const std::string& node : nodes_) {
+    absl::StrAppend(&node_lines, "NodeName=", node, " NodeHostname=", host,
+                    " NodeAddr=127.0.0.1 Port=", FreePort(), " CPUs=", cpus,
+                    " State=UNKNOWN\n");
+  }
   const std::string conf = absl::StrCat(
       "ClusterName=gextest\n", "SlurmctldHost=localhost\n",
-      "SlurmctldPort=", FreePort(), "\n", "SlurmdPort=", FreePort(), "\n",
-      "SlurmUser=root\nSlurmdUser=root\n",
+      "SlurmctldPort=", FreePort(), "\n", "SlurmUser=root\nSlurmdUser=root\n",
       "AuthType=auth/munge\nCredType=cred/munge\n", "AuthInfo=socket=", socket,
       "\n", "StateSaveLocation=", dir_, "/state\n", "SlurmdSpoolDir=", dir_,
-      "/spool\n", "SlurmctldPidFile=", dir_, "/slurmctld.pid\n",
-      "SlurmdPidFile=", dir_, "/slurmd.pid\n", "SlurmctldLogFile=", dir_,
-      "/slurmctld.log\n", "SlurmdLogFile=", dir_, "/slurmd.log\n",
+      "/spool/%n\n", "SlurmctldPidFile=", dir_, "/slurmctld.pid\n",
+      "SlurmdPidFile=", dir_, "/slurmd.%n.pid\n", "SlurmctldLogFile=", dir_,
+      "/slurmctld.log\n", "SlurmdLogFile=", dir_, "/slurmd.%n.log\n",
       "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n",
       "SelectType=select/cons_tres\nSchedulerType=sched/builtin\n",
       "MpiDefault=none\nReturnToService=2\nKillOnBadExit=1\n", "TmpFS=", dir_,
-      "/tmp\n", "NodeName=gexnode NodeHostname=", host,
-      " NodeAddr=127.0.0.1 CPUs=", cpus, " State=UNKNOWN\n",
-      "PartitionName=gex Nodes=gexnode Default=YES MaxTime=INFINITE "
-      "State=UP\n");
+      "/tmp/%n\n", node_lines,
+      "PartitionName=gex Nodes=", absl::StrJoin(nodes_, ","),
+      " Default=YES MaxTime=INFINITE State=UP\n");
   if (!WriteFile(conf_, conf, 0644)) {
     return absl::InternalError("cannot write slurm.conf");
   }
@@ -355,10 +405,14 @@ absl::Status SlurmCluster::Start() {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = StartDaemon("slurmd", {FindProgram("slurmd"), "-D", "-f",
-                                              conf_, "-N", "gexnode"});
-      !s.ok()) {
-    return s;
+  for (const std::string& node : nodes_) {
+    const std::string name =
+        nodes_.size() == 1 ? std::string("slurmd") : "slurmd." + node;
+    if (absl::Status s = StartDaemon(
+            name, {FindProgram("slurmd"), "-D", "-f", conf_, "-N", node});
+        !s.ok()) {
+      return s;
+    }
   }
   return WaitForIdleNode();
 }
@@ -375,12 +429,23 @@ absl::Status SlurmCluster::WaitForIdleNode() {
       }
     }
     const std::string state = RunForOutput(sinfo);
-    if (state.find("idle") != std::string::npos) return absl::OkStatus();
+    size_t idle = 0;
+    for (absl::string_view line :
+         absl::StrSplit(state, '\n', absl::SkipWhitespace())) {
+      if (absl::StripAsciiWhitespace(line) == "idle") ++idle;
+    }
+    if (idle == nodes_.size()) return absl::OkStatus();
     if (absl::Now() > deadline) {
-      return absl::UnavailableError(absl::StrCat(
-          "the Slurm node did not become idle within 30 s (sinfo: '", state,
-          "'); slurmctld: ", LogTail("slurmctld"),
-          "; slurmd: ", LogTail("slurmd")));
+      std::string logs = absl::StrCat("slurmctld: ", LogTail("slurmctld"));
+      for (const auto& [name, pid] : daemons_) {
+        if (absl::StartsWith(name, "slurmd")) {
+          absl::StrAppend(&logs, "; ", name, ": ", LogTail(name));
+        }
+      }
+      return absl::UnavailableError(
+          absl::StrCat("the Slurm nodes did not all become idle within 30 s "
+                       "(sinfo: '",
+                       state, "'); ", logs));
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -416,6 +481,12 @@ void SlurmCluster::Stop() {
 std::vector<std::string> SlurmCluster::Srun(int n) const {
   return {FindProgram("srun"), "--mpi=pmix", "-K1", "-O", "-n",
           absl::StrCat(n)};
+}
+
+std::vector<std::string> SlurmCluster::SrunAcrossNodes(int n) const {
+  std::vector<std::string> argv = Srun(n);
+  argv.insert(argv.end() - 2, {"-N", absl::StrCat(nodes_.size())});
+  return argv;
 }
 
 std::string SlurmCluster::ConfEnv() const {

@@ -60,16 +60,31 @@ std::vector<std::string> MpirunLauncher(int n);
 // socket lives there; Bazel's is too long for a socket path).
 std::vector<std::string> MpirunEnv();
 
+// "mpirun ... -n <n> --host a:<n/2>,b:<n-n/2>" with a remote-shell agent
+// that drops the host name and runs the command here: two hosts to Open MPI
+// and to PMIx (ranks 0..n/2-1 on 'a'), one kernel. The agent and each
+// host's TMPDIR (dir/a, dir/b: the daemons' session directories and PMIx
+// sockets) live under `dir`, which must be short (a socket path) and is
+// the caller's to remove (RemoveTree). Empty when mpirun is missing or the
+// agent cannot be written.
+std::vector<std::string> MpirunTwoHostsLauncher(int n, const std::string& dir);
+
+// Removes `dir` and everything under it (best effort).
+void RemoveTree(const std::string& dir);
+
 // "GEX_JOB_ID=<id>" for a job whose shared-memory objects the test wants to
 // find afterwards (/dev/shm/GASNT<id>.*): PMIx launchers set no job id of
 // ours, so the test picks one.
 std::string NewTestJobId();
 
-// A one-node Slurm cluster on this machine: munged, slurmctld and slurmd in
-// the foreground, each with a private socket, port, state and log under a
-// temporary directory, started by pid and stopped by pid (SIGTERM, then
-// SIGKILL after a bound); each also dies with the test process
-// (PR_SET_PDEATHSIG).
+// A Slurm cluster of one or two nodes on this machine: munged, slurmctld
+// and one slurmd per node in the foreground, each with a private socket,
+// port, state and log under a temporary directory, started by pid and
+// stopped by pid (SIGTERM, then SIGKILL after a bound); each also dies with
+// the test process (PR_SET_PDEATHSIG). Two nodes are two slurmd (-N gexn1,
+// -N gexn2) on distinct loopback ports with their own spool and TmpFS
+// directories (%n): to srun and to PMIx they are two hosts, though both
+// run on this kernel.
 class SlurmCluster {
  public:
   SlurmCluster() = default;
@@ -77,10 +92,10 @@ class SlurmCluster {
   SlurmCluster& operator=(const SlurmCluster&) = delete;
   ~SlurmCluster() { Stop(); }
 
-  // Starts the daemons and waits (bounded) for the node to be idle. An
-  // error says which daemon could not start and why (its log's tail): the
-  // caller skips.
-  absl::Status Start();
+  // Starts the daemons for `nodes` nodes (1 or 2) and waits (bounded) for
+  // every node to be idle. An error says which daemon could not start and
+  // why (its log's tail): the caller skips.
+  absl::Status Start(int nodes = 1);
   // Stops every daemon it started and waits for the job steps' slurmstepd
   // processes to end. Idempotent.
   void Stop();
@@ -88,6 +103,11 @@ class SlurmCluster {
   // "srun --mpi=pmix -K1 -O -n <n>" (-K1: a failed rank ends the step;
   // -O: more ranks than CPUs).
   std::vector<std::string> Srun(int n) const;
+  // Srun(n) spread over every node of the cluster ("-N <nodes>"): srun's
+  // block distribution puts ranks 0..n/nodes-1 on the first node.
+  std::vector<std::string> SrunAcrossNodes(int n) const;
+  // The node names, in order ("gexnode"; or "gexn1", "gexn2").
+  const std::vector<std::string>& nodes() const { return nodes_; }
   // SLURM_CONF=<the cluster's slurm.conf>, for srun and friends.
   std::string ConfEnv() const;
   const std::string& dir() const { return dir_; }
@@ -100,6 +120,7 @@ class SlurmCluster {
 
   std::string dir_;
   std::string conf_;
+  std::vector<std::string> nodes_;
   std::vector<std::pair<std::string, pid_t>> daemons_;  // Start order.
 };
 
