@@ -16,11 +16,19 @@
 // checks and the address translation, so the ratio shows what the runtime
 // adds; elsewhere it shows the network against local memory.
 //
+// fadd-latency (only when named in -t) times 8-byte fetch-adds
+// (GEX_OP_FADD) through a GEX_DT_U64 atomic domain of that opcode alone,
+// made at start-up, into the peer's target area; its result lands in the
+// local buffer. Its baseline is a CPU fetch-add on this rank's own target
+// area. (A conduit that offloads such domains, ucx, does them over the
+// network; smp, and supernode peers, do them as CPU atomics.)
+//
 // Figures are pair 0-1's (rank 0 prints them and writes the CSV); other
 // pairs measure at the same time, as in testsmall.
 //
 // Written against <gasnetex.h> and the C++ library only, so it builds for
 // any conduit. See -h for the options.
+#include <gasnet_ratomic.h>
 #include <gasnetex.h>
 #include <sched.h>
 
@@ -58,6 +66,7 @@ struct Job {
   char* my_target = nullptr;    // my target area (the memcpy baseline's)
   char* peer_target = nullptr;  // the peer's target area, its address
   char* local[2] = {nullptr, nullptr};  // by Local
+  gex_AD_t ad = GEX_AD_INVALID;         // fadd-latency's domain, if run
   std::vector<gex_Event_t> events;      // NB bandwidth: one per operation
 };
 Job g_job;
@@ -121,6 +130,24 @@ void OperationsOf(char* local, size_t size, uint64_t n) {
   }
 }
 
+// `n` fetch-adds of 1 into the peer's first target word, each complete
+// before the next; the old value goes to `local`.
+template <Sync kSync>
+void FetchAddsOf(char* local, uint64_t n) {
+  const gex_AD_t ad = g_job.ad;
+  const gex_Rank_t peer = g_job.peer;
+  void* remote = g_job.peer_target;
+  uint64_t* result = reinterpret_cast<uint64_t*>(local);
+  for (uint64_t i = 0; i < n; ++i) {
+    if constexpr (kSync == Sync::kBlocking) {
+      gex_AD_OpBlocking_U64(ad, result, peer, remote, GEX_OP_FADD, 1, 0, 0);
+    } else {
+      gex_AD_OpNBI_U64(ad, result, peer, remote, GEX_OP_FADD, 1, 0, 0);
+      gex_NBI_Wait(GEX_EC_RMW, 0);
+    }
+  }
+}
+
 template <bool kPut, bool kLatency>
 void OperationsIn(Sync sync, char* local, size_t size, uint64_t n) {
   switch (sync) {
@@ -135,7 +162,10 @@ void OperationsIn(Sync sync, char* local, size_t size, uint64_t n) {
 
 // `n` operations of `test` with `sync` (latency has no NB form: SyncsFor).
 void Operations(RmaTest test, Sync sync, char* local, size_t size, uint64_t n) {
-  if (IsPut(test)) {
+  if (IsAtomic(test)) {
+    sync == Sync::kBlocking ? FetchAddsOf<Sync::kBlocking>(local, n)
+                            : FetchAddsOf<Sync::kNbi>(local, n);
+  } else if (IsPut(test)) {
     IsLatency(test) ? OperationsIn<true, true>(sync, local, size, n)
                     : OperationsIn<true, false>(sync, local, size, n);
   } else {
@@ -151,6 +181,17 @@ void Memcpys(bool put, char* local, size_t size, uint64_t n) {
   const char* src = put ? local : g_job.my_target;
   for (uint64_t i = 0; i < n; ++i) {
     std::memcpy(dst, src, size);
+    CompilerBarrier();
+  }
+}
+
+// fadd-latency's baseline: `n` CPU fetch-adds on this rank's own first
+// target word, the old value stored to `local`.
+void CpuFetchAdds(char* local, uint64_t n) {
+  uint64_t* word = reinterpret_cast<uint64_t*>(g_job.my_target);
+  uint64_t* result = reinterpret_cast<uint64_t*>(local);
+  for (uint64_t i = 0; i < n; ++i) {
+    *result = __atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
     CompilerBarrier();
   }
 }
@@ -195,8 +236,11 @@ Row Measure(const RmaOptions& opt, RmaTest test, Sync sync, Local local,
   const uint64_t warm = ScaledIterations(opt.warmup, size);
   char* buf = g_job.local[static_cast<int>(local)];
   const bool put = IsPut(test);
-  Timed([&] { Memcpys(put, buf, size, warm); });
-  const double copy_s = Timed([&] { Memcpys(put, buf, size, n); });
+  auto baseline = [&](uint64_t count) {
+    IsAtomic(test) ? CpuFetchAdds(buf, count) : Memcpys(put, buf, size, count);
+  };
+  Timed([&] { baseline(warm); });
+  const double copy_s = Timed([&] { baseline(n); });
   if (warm > 0) Timed([&] { Operations(test, sync, buf, size, warm); });
   const double op_s = Timed([&] { Operations(test, sync, buf, size, n); });
   Row row{test, sync, local, size, n, op_s * 1e6 / n, 0, copy_s * 1e6 / n};
@@ -251,6 +295,17 @@ void PrintSummary(const std::vector<Row>& rows, const RmaOptions& opt) {
                   IsPut(test) ? "Put" : "Get",
                   std::string(LocalName(local)).c_str(), row->usec_per_op * 1e3,
                   Ratio(*row), row->memcpy_usec_per_op * 1e3);
+    }
+  }
+  for (Sync sync : kAllSyncs) {
+    for (Local local : kAllLocals) {
+      const Row* row = FindRow(rows, RmaTest::kFaddLatency, sync, local, 8);
+      if (row == nullptr) continue;
+      std::printf(
+          "  Fetch-add 8 B %s, %s: %.1f ns = %.2fx CPU fetch-add (%.1f ns)\n",
+          std::string(SyncName(sync)).c_str(),
+          std::string(LocalName(local)).c_str(), row->usec_per_op * 1e3,
+          Ratio(*row), row->memcpy_usec_per_op * 1e3);
     }
   }
   for (RmaTest test : {RmaTest::kPutBandwidth, RmaTest::kGetBandwidth}) {
@@ -374,6 +429,10 @@ int Main(int argc, char** argv) {
                          ScaledIterations(opt.warmup, size)});
   }
   g_job.events.resize(most_ops);
+  // Collective, so every rank makes it when fadd-latency is asked for.
+  const bool fadd = std::find(opt.tests.begin(), opt.tests.end(),
+                              RmaTest::kFaddLatency) != opt.tests.end();
+  if (fadd) gex_AD_Create(&g_job.ad, tm, GEX_DT_U64, GEX_OP_FADD, 0);
 
   if (leader) {
     std::printf(
@@ -395,8 +454,10 @@ int Main(int argc, char** argv) {
   for (RmaTest test : opt.tests) {
     if (leader) PrintTableHeader(test);
     const std::vector<uint64_t> sizes =
-        IsLatency(test) ? PowerOfTwoSizes(opt.latency_min, opt.latency_max)
-                        : PowerOfTwoSizes(opt.bandwidth_min, opt.bandwidth_max);
+        IsAtomic(test) ? std::vector<uint64_t>{8}
+        : IsLatency(test)
+            ? PowerOfTwoSizes(opt.latency_min, opt.latency_max)
+            : PowerOfTwoSizes(opt.bandwidth_min, opt.bandwidth_max);
     for (Sync sync : SyncsFor(test, opt.syncs)) {
       for (Local local : opt.locals) {
         for (uint64_t size : sizes) {
@@ -423,6 +484,7 @@ int Main(int argc, char** argv) {
     }
   }
   Barrier();
+  if (g_job.ad != GEX_AD_INVALID) gex_AD_Destroy(g_job.ad);
   std::free(heap);
   gasnet_exit(0);
   return 0;

@@ -22,6 +22,9 @@ constexpr RmaTestInfo kRmaTestInfo[] = {
     {RmaTest::kGetBandwidth, "get-bandwidth",
      "Get bandwidth: Gets back to back (blocking) or all in flight, then "
      "synced (NBI, NB)"},
+    {RmaTest::kFaddLatency, "fadd-latency",
+     "fetch-add latency: one 8-byte GEX_OP_FADD (U64 domain) at a time, "
+     "each complete before the next"},
 };
 
 constexpr std::string_view kSyncNames[] = {"blocking", "nbi", "nb"};
@@ -71,11 +74,13 @@ std::string_view RmaTestDescription(RmaTest test) {
   return kRmaTestInfo[static_cast<int>(test)].description;
 }
 bool IsLatency(RmaTest test) {
-  return test == RmaTest::kPutLatency || test == RmaTest::kGetLatency;
+  return test == RmaTest::kPutLatency || test == RmaTest::kGetLatency ||
+         test == RmaTest::kFaddLatency;
 }
 bool IsPut(RmaTest test) {
   return test == RmaTest::kPutLatency || test == RmaTest::kPutBandwidth;
 }
+bool IsAtomic(RmaTest test) { return test == RmaTest::kFaddLatency; }
 std::string_view SyncName(Sync sync) {
   return kSyncNames[static_cast<int>(sync)];
 }
@@ -185,10 +190,13 @@ std::string RmaUsage(std::string_view program) {
       "      --latency-max S   2K); bytes, or with K, M or G\n"
       "      --bandwidth-min S bandwidth sizes (default 1K .. 4M)\n"
       "      --bandwidth-max S\n"
-      "  -t, --tests LIST      comma-separated, in this order by default:\n"
-      "                        " +
+      "  -t, --tests LIST      comma-separated, from: " +
       KnownRmaTests() +
       "\n"
+      "                        (default: all but fadd-latency, in that\n"
+      "                        order). fadd-latency is 8 bytes only, its\n"
+      "                        baseline a CPU fetch-add on this rank's own\n"
+      "                        segment rather than a memcpy\n"
       "  -s, --sync LIST       blocking,nbi,nb (default all; latency has no\n"
       "                        nb form)\n"
       "  -l, --local LIST      where the local buffer lives: in-segment,\n"

@@ -21,8 +21,15 @@ enum class RmaTest {
   kGetLatency,    // one Get at a time
   kPutBandwidth,  // many Puts in flight (per the sync), 1 KiB and up
   kGetBandwidth,  // many Gets in flight
+  // One 8-byte fetch-add (gex_AD_OpBlocking_U64 or _OpNBI_U64 + wait,
+  // GEX_OP_FADD on a GEX_DT_U64 domain) at a time; only when named in -t.
+  kFaddLatency,
 };
 inline constexpr RmaTest kAllRmaTests[] = {
+    RmaTest::kPutLatency, RmaTest::kGetLatency, RmaTest::kPutBandwidth,
+    RmaTest::kGetBandwidth, RmaTest::kFaddLatency};
+// What a run measures without -t: GASNet's testsmall and testlarge.
+inline constexpr RmaTest kDefaultRmaTests[] = {
     RmaTest::kPutLatency, RmaTest::kGetLatency, RmaTest::kPutBandwidth,
     RmaTest::kGetBandwidth};
 
@@ -41,6 +48,7 @@ std::string_view RmaTestName(RmaTest test);
 std::string_view RmaTestDescription(RmaTest test);
 bool IsLatency(RmaTest test);
 bool IsPut(RmaTest test);
+bool IsAtomic(RmaTest test);
 std::string_view SyncName(Sync sync);
 std::string_view LocalName(Local local);
 
@@ -52,7 +60,8 @@ struct RmaOptions {
   uint64_t latency_max = 2048;
   uint64_t bandwidth_min = 1024;
   uint64_t bandwidth_max = uint64_t{4} << 20;
-  std::vector<RmaTest> tests{std::begin(kAllRmaTests), std::end(kAllRmaTests)};
+  std::vector<RmaTest> tests{std::begin(kDefaultRmaTests),
+                             std::end(kDefaultRmaTests)};
   std::vector<Sync> syncs{std::begin(kAllSyncs), std::end(kAllSyncs)};
   std::vector<Local> locals{std::begin(kAllLocals), std::end(kAllLocals)};
   std::string csv_path;  // empty: no CSV
@@ -72,8 +81,8 @@ std::string RmaUsage(std::string_view program);
 // power of two at least `min`, and `max` itself when it is not one).
 std::vector<uint64_t> PowerOfTwoSizes(uint64_t min, uint64_t max);
 
-// The syncs that apply to `test` (latency has no NB form), in `wanted`'s
-// order.
+// The syncs that apply to `test` (latency, fetch-add included, has no NB
+// form), in `wanted`'s order.
 std::vector<Sync> SyncsFor(RmaTest test, const std::vector<Sync>& wanted);
 
 }  // namespace gex_bench

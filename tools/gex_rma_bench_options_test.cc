@@ -98,6 +98,23 @@ TEST(RmaOptionsTest, LatencyHasNoNbForm) {
               ElementsAre(Sync::kNb, Sync::kBlocking, Sync::kNbi));
 }
 
+TEST(RmaOptionsTest, FaddLatencyOnlyWhenNamed) {
+  RmaOptions o;
+  ASSERT_EQ(Parse({}, &o), std::nullopt);
+  EXPECT_THAT(o.tests,
+              ::testing::Not(::testing::Contains(RmaTest::kFaddLatency)));
+  ASSERT_EQ(Parse({"-t", "fadd-latency", "-s", "blocking,nbi,nb"}, &o),
+            std::nullopt);
+  EXPECT_THAT(o.tests, ElementsAre(RmaTest::kFaddLatency));
+  EXPECT_TRUE(IsLatency(RmaTest::kFaddLatency));
+  EXPECT_TRUE(IsAtomic(RmaTest::kFaddLatency));
+  EXPECT_FALSE(IsPut(RmaTest::kFaddLatency));
+  EXPECT_FALSE(IsAtomic(RmaTest::kPutLatency));
+  EXPECT_THAT(SyncsFor(RmaTest::kFaddLatency, o.syncs),
+              ElementsAre(Sync::kBlocking, Sync::kNbi));
+  EXPECT_THAT(RmaUsage("gex_rma_bench"), HasSubstr("fadd-latency"));
+}
+
 TEST(RmaOptionsTest, NamesRoundTrip) {
   for (RmaTest t : kAllRmaTests) {
     RmaOptions o;
