@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/pmix/pmix_testing.h"
@@ -272,6 +273,39 @@ TEST_F(TwoNodeExitTest, OneRankKilled) {
   PmixJobResult r = RunExit("sigkill", 9);
   EXPECT_NE(r.exit_code, 0) << Describe(r);
   ExpectClean(r);
+}
+
+// gasnetrun_ofi -spawner=pmi -N 2 -n 4 hands the job to the launcher with
+// the node count: srun's default template (-N %N), or under mpirun a
+// template naming both hosts and the ranks per node (%R).
+TEST(TwoNodeTest, GasnetrunSpawnerPmiAcrossNodes) {
+  SKIP_WITHOUT_LAUNCHER();
+  const std::string job_id = NewTestJobId();
+  std::vector<std::string> env = kOfiEnv;
+  env.insert(env.end(), {job_id, "GASNET_OFI_SPAWNER", "GASNET_PMI_LAUNCHER"});
+  if (g_cluster == nullptr) {
+    // The two-host words without "-n <n>", then -n %n and -N's mapping.
+    std::vector<std::string> words = MpirunTwoHostsLauncher(4, g_agent_dir);
+    ASSERT_GE(words.size(), 5u);
+    words.erase(words.begin() + 3, words.begin() + 5);
+    env.push_back("SLURM_CONF");  // No Slurm: the template names mpirun.
+    env.push_back(
+        absl::StrCat("GASNET_PMI_LAUNCHER=", absl::StrJoin(words, " "),
+                     " -n %n [ --map-by ppr:%R:node ] %P"));
+  }
+  PmixJobSpec spec = Job(
+      {Runfile("tools/gasnetrun_ofi"), "-spawner=pmi", "-N", "2", "-n", "4"},
+      "tests/pmix/hosts_client_pmix_ofi", {}, env);
+  PmixJobResult r = RunPmixJob(spec);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat(
+                           "rank %d: hosts 2 host %d members %s nbrhd 2\n",
+                           rank, rank / 2, rank < 2 ? "0,1" : "2,3")))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.survivors, IsEmpty()) << Describe(r);
+  EXPECT_THAT(ShmLeft(job_id), IsEmpty()) << Describe(r);
 }
 
 // smp reaches other ranks only through shared memory: across two nodes it
