@@ -8,7 +8,7 @@
 namespace gexrt::firehose {
 
 absl::StatusOr<Registration> FakePinner::Pin(uintptr_t base, size_t length) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (fail_count_ > 0) {
     --fail_count_;
     events_.push_back({Event::kFailedPin, base, length, 0});
@@ -34,7 +34,7 @@ absl::StatusOr<Registration> FakePinner::Pin(uintptr_t base, size_t length) {
 }
 
 void FakePinner::Unpin(const Registration& registration) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(registration.local_key);
   if (it == live_.end()) {
     ErrorLocked(absl::StrFormat("Unpin of key %d, which is not pinned",
@@ -57,53 +57,53 @@ void FakePinner::Unpin(const Registration& registration) {
 }
 
 void FakePinner::FailNextPins(int count, absl::Status status) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   fail_count_ = count;
   fail_status_ = std::move(status);
 }
 
 std::vector<FakePinner::Event> FakePinner::events() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return events_;
 }
 
 void FakePinner::ClearEvents() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   events_.clear();
 }
 
 size_t FakePinner::live_bytes() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return live_bytes_;
 }
 
 size_t FakePinner::live_registrations() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return live_.size();
 }
 
 size_t FakePinner::peak_bytes() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return peak_bytes_;
 }
 
 size_t FakePinner::peak_registrations() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return peak_registrations_;
 }
 
 size_t FakePinner::pins() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return pins_;
 }
 
 size_t FakePinner::unpins() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return unpins_;
 }
 
 bool FakePinner::Covers(uint64_t key, uintptr_t base, size_t length) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(key);
   if (it == live_.end()) return false;
   const Registration& r = it->second;
@@ -112,7 +112,7 @@ bool FakePinner::Covers(uint64_t key, uintptr_t base, size_t length) const {
 
 bool FakePinner::CoversRemote(uint64_t remote_key, uintptr_t base,
                               size_t length) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, r] : live_) {
     if (r.remote_key == remote_key) {
       return base >= r.base && base + length <= r.base + r.length;
@@ -122,12 +122,12 @@ bool FakePinner::CoversRemote(uint64_t remote_key, uintptr_t base,
 }
 
 int FakePinner::errors() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return errors_;
 }
 
 std::string FakePinner::first_error() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return first_error_;
 }
 

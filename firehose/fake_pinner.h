@@ -15,13 +15,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "firehose/pinner.h"
 
 namespace gexrt::firehose {
@@ -69,21 +69,21 @@ class FakePinner : public Pinner {
   std::string first_error() const;
 
  private:
-  void ErrorLocked(std::string what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ErrorLocked(std::string what);
 
-  mutable absl::Mutex mu_;
-  std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, Registration> live_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_key_ ABSL_GUARDED_BY(mu_) = 1;
-  size_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t peak_registrations_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t pins_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t unpins_ ABSL_GUARDED_BY(mu_) = 0;
-  int fail_count_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status fail_status_ ABSL_GUARDED_BY(mu_);
-  int errors_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string first_error_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;  // Guards everything below.
+  std::vector<Event> events_;
+  absl::flat_hash_map<uint64_t, Registration> live_;
+  uint64_t next_key_ = 1;
+  size_t live_bytes_ = 0;
+  size_t peak_bytes_ = 0;
+  size_t peak_registrations_ = 0;
+  size_t pins_ = 0;
+  size_t unpins_ = 0;
+  int fail_count_ = 0;
+  absl::Status fail_status_;
+  int errors_ = 0;
+  std::string first_error_;
 };
 
 }  // namespace gexrt::firehose

@@ -41,7 +41,7 @@ LocalCache::LocalCache(const LocalLimits& limits, Pinner* pinner)
 }
 
 LocalCache::~LocalCache() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   size_t held = 0;
   for (internal::Region* region : table_.live()) {
     if (region->refs > 0) ++held;
@@ -68,7 +68,7 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
     return s;
   }
 
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   // The hit path: a lookup and a count, no allocation.
   if (internal::Region* region = table_.FindCovering(lo, hi)) {
     if (region->victim) table_.RemoveVictim(region);
@@ -152,7 +152,7 @@ absl::StatusOr<LocalCache::Hold> LocalCache::Acquire(
 
 void LocalCache::Release(Hold hold) {
   internal::Region* region = hold.region_;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (--region->refs > 0) return;
   if (!table_.FullyOwned(region)) {
     // Shadowed by a newer region or invalidated: no lookup can find it.
@@ -179,7 +179,7 @@ void LocalCache::Invalidate(uintptr_t addr, size_t length) {
   const uintptr_t lo = addr & ~(limits_.bucket_size - 1);
   const uintptr_t hi =
       (addr + length + limits_.bucket_size - 1) & ~(limits_.bucket_size - 1);
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<internal::Region*> overlap;
   table_.Overlapping(lo, hi, &overlap);
   for (internal::Region* region : overlap) {
@@ -192,12 +192,12 @@ void LocalCache::Invalidate(uintptr_t addr, size_t length) {
 }
 
 void LocalCache::Flush() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   while (internal::Region* victim = table_.OldestVictim()) EvictLocked(victim);
 }
 
 LocalCache::Stats LocalCache::stats() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   Stats stats = stats_;
   stats.pinned_bytes = table_.bytes();
   stats.pinned_regions = table_.regions();

@@ -39,12 +39,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "firehose/internal/region_table.h"
 #include "firehose/pinner.h"
 
@@ -150,17 +150,17 @@ class LocalCache {
   LocalCache(const LocalLimits& limits, Pinner* pinner);
 
   // Unpins and deletes an unreferenced region.
-  void EvictLocked(internal::Region* region) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvictLocked(internal::Region* region);
   // Unpins the oldest victims until the victim bounds hold.
-  void TrimVictimsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TrimVictimsLocked();
 
   const LocalLimits limits_;
   Pinner* const pinner_;
-  mutable absl::Mutex mu_;
-  internal::RegionTable table_ ABSL_GUARDED_BY(mu_);
-  Stats stats_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;  // Guards everything below.
+  internal::RegionTable table_;
+  Stats stats_;
   // Scratch for misses, kept to avoid allocating each time.
-  std::vector<internal::Region*> overlap_ ABSL_GUARDED_BY(mu_);
+  std::vector<internal::Region*> overlap_;
 };
 
 }  // namespace gexrt::firehose

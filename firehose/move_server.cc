@@ -7,14 +7,14 @@
 namespace gexrt::firehose {
 
 MoveServer::~MoveServer() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, hold] : holds_) cache_->Release(hold);
   holds_.clear();
 }
 
 absl::StatusOr<Registration> MoveServer::Serve(uint32_t requester,
                                                const MoveRequest& request) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   // Releases first: they may make the room the new pinning needs.
   for (uint64_t ticket : request.releases) {
     auto it = holds_.find(std::make_pair(requester, ticket));
@@ -40,7 +40,7 @@ absl::StatusOr<Registration> MoveServer::Serve(uint32_t requester,
 }
 
 void MoveServer::ReleaseAll(uint32_t requester) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<uint32_t, uint64_t>> keys;
   for (const auto& [key, hold] : holds_) {
     if (key.first == requester) keys.push_back(key);
@@ -52,14 +52,14 @@ void MoveServer::ReleaseAll(uint32_t requester) {
 }
 
 size_t MoveServer::held(uint32_t requester) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   for (const auto& [key, hold] : holds_) n += key.first == requester;
   return n;
 }
 
 uint64_t MoveServer::unknown_releases() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return unknown_releases_;
 }
 

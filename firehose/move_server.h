@@ -18,11 +18,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "firehose/local_cache.h"
 #include "firehose/move.h"
 
@@ -55,10 +55,9 @@ class MoveServer {
 
  private:
   LocalCache* const cache_;
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::pair<uint32_t, uint64_t>, LocalCache::Hold> holds_
-      ABSL_GUARDED_BY(mu_);
-  uint64_t unknown_releases_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::mutex mu_;  // Guards everything below.
+  absl::flat_hash_map<std::pair<uint32_t, uint64_t>, LocalCache::Hold> holds_;
+  uint64_t unknown_releases_ = 0;
 };
 
 }  // namespace gexrt::firehose

@@ -46,7 +46,7 @@ RemoteCache::RemoteCache(const RemoteLimits& limits, uint32_t peers,
 
 RemoteCache::~RemoteCache() {
   if (limits_.verbose) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     WriteStderrLine(absl::StrFormat(
         "firehose: remote cache: %d hits, %d misses, %d moves (%d failed), "
         "%d pinnings released, %d waits",
@@ -85,7 +85,7 @@ absl::StatusOr<RemoteCache::Hold> RemoteCache::Acquire(uint32_t peer,
   MoveRequest request;
   internal::Region* region;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     Peer& p = PeerLocked(peer);
     internal::RegionTable& table = p.table;
     // The hit path: a lookup and a count, no allocation. A pending region
@@ -185,7 +185,7 @@ absl::StatusOr<RemoteCache::Hold> RemoteCache::AcquireReady(
 
 void RemoteCache::Release(Hold hold) {
   internal::Region* region = hold.region_;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   Peer& p = PeerLocked(hold.peer_);
   if (--region->refs > 0) return;
   switch (region->state.load(std::memory_order_relaxed)) {
@@ -206,7 +206,7 @@ absl::Status RemoteCache::CompleteMove(uint32_t peer, uint64_t ticket,
     return absl::InvalidArgumentError(absl::StrFormat(
         "firehose: peer %d out of range (%d peers)", peer, peers_));
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   Peer& p = PeerLocked(peer);
   auto it = p.pending.find(ticket);
   if (it == p.pending.end()) {
@@ -238,7 +238,7 @@ absl::Status RemoteCache::CompleteMove(uint32_t peer, uint64_t ticket,
 }
 
 std::vector<uint64_t> RemoteCache::TakeReleases(uint32_t peer) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (peer >= peers_) return {};
   std::vector<uint64_t> releases = std::move(PeerLocked(peer).releases);
   PeerLocked(peer).releases.clear();
@@ -251,7 +251,7 @@ size_t RemoteCache::Acquirable(uintptr_t addr, size_t length) const {
 }
 
 RemoteCache::Stats RemoteCache::stats() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   Stats stats = stats_;
   for (const std::unique_ptr<Peer>& p : peer_) {
     if (p == nullptr) continue;

@@ -37,13 +37,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "firehose/internal/region_table.h"
 #include "firehose/move.h"
 
@@ -150,22 +150,20 @@ class RemoteCache {
   struct Peer;
   RemoteCache(const RemoteLimits& limits, uint32_t peers, MoveSender* sender);
 
-  Peer& PeerLocked(uint32_t peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Peer& PeerLocked(uint32_t peer);
   // Forgets a ready region, owing the peer its release.
-  void DropLocked(Peer& peer, internal::Region* region)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropLocked(Peer& peer, internal::Region* region);
   // An unreferenced ready region: keep it as a victim, or drop it.
-  void RetireLocked(Peer& peer, internal::Region* region)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RetireLocked(Peer& peer, internal::Region* region);
 
   const RemoteLimits limits_;
   const uint32_t peers_;
   MoveSender* const sender_;
-  mutable absl::Mutex mu_;
-  std::vector<std::unique_ptr<Peer>> peer_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
-  Stats stats_ ABSL_GUARDED_BY(mu_);
-  std::vector<internal::Region*> overlap_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;  // Guards everything below.
+  std::vector<std::unique_ptr<Peer>> peer_;
+  uint64_t next_ticket_ = 1;
+  Stats stats_;
+  std::vector<internal::Region*> overlap_;
 };
 
 }  // namespace gexrt::firehose

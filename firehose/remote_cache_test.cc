@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <utility>
@@ -11,7 +12,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "firehose/fake_pinner.h"
 #include "firehose/local_cache.h"
 #include "firehose/move.h"
@@ -257,7 +257,7 @@ class Loopback : public MoveSender {
   }
 
   void SendMove(uint32_t peer, MoveRequest request) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace_back(peer, std::move(request));
   }
 
@@ -265,7 +265,7 @@ class Loopback : public MoveSender {
   void Poll() {
     std::deque<std::pair<uint32_t, MoveRequest>> work;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       work.swap(queue_);
     }
     for (auto& [peer, request] : work) {
@@ -295,8 +295,8 @@ class Loopback : public MoveSender {
   std::atomic<int> errors{0};
 
  private:
-  absl::Mutex mu_;
-  std::deque<std::pair<uint32_t, MoveRequest>> queue_ ABSL_GUARDED_BY(mu_);
+  std::mutex mu_;
+  std::deque<std::pair<uint32_t, MoveRequest>> queue_;
 };
 
 LocalLimits PeerLimits(size_t buckets, size_t regions) {
@@ -387,9 +387,9 @@ TEST(RemoteEndToEndTest, ThreadsShareTheRemoteCache) {
   constexpr int kThreads = 4;
   constexpr int kIterations = 1500;
   std::atomic<int> bad{0};
-  absl::Mutex poll_mu;  // One poller at a time, as a conduit would.
+  std::mutex poll_mu;  // One poller at a time, as a conduit would.
   auto poll = [&] {
-    absl::MutexLock lock(&poll_mu);
+    std::lock_guard<std::mutex> lock(poll_mu);
     net.Poll();
   };
   std::vector<std::thread> threads;
