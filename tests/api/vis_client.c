@@ -26,8 +26,9 @@
  *           zero counts (NULL lists) and with only zero-length pieces;
  *           Strided in 1 to 4 levels: contiguous strides (folded), stride
  *           0 on the source, negative strides (reflection), a transpose,
- *           stridelevels 0, elemsz 0 and a zero count, and a shape larger
- *           than one AM. Prints "rank R: shapes ok ops=K direct=D" (D: NB
+ *           stridelevels 0, elemsz 0 and a zero count, a shape larger
+ *           than one AM, and unaligned elements of whole 64-byte blocks
+ *           (copied block by block on the direct path). Prints "rank R: shapes ok ops=K direct=D" (D: NB
  *           calls that moved data and returned GEX_EVENT_INVALID, which
  *           only the direct path does).
  *   peer    Peer completion: each rank arms a handler (a 0-argument Medium
@@ -353,6 +354,12 @@ static void MakeCases(int put) {
     const ptrdiff_t l[] = {1000};
     const ptrdiff_t r[] = {1100};
     StridedCase("strided-large", 1000, 1, n, 0, l, 50, r);
+  }
+  {
+    const size_t n[] = {40};
+    const ptrdiff_t l[] = {384};
+    const ptrdiff_t r[] = {704};
+    StridedCase("strided-blocks", 320, 1, n, 3, l, 7, r);
   }
 }
 

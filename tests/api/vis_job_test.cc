@@ -21,9 +21,9 @@
 namespace gexrt::testing {
 namespace {
 
-// The client's cases per direction (vector 5, indexed 5, strided 11) in 5
+// The client's cases per direction (vector 5, indexed 5, strided 12) in 5
 // forms.
-constexpr long long kOpsPerTarget = 2 * (5 + 5 + 11) * 5;
+constexpr long long kOpsPerTarget = 2 * (5 + 5 + 12) * 5;
 
 class VisJobTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
