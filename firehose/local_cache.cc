@@ -90,6 +90,12 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
   // Take in the victims the request overlaps, as far as one region can.
   overlap_.clear();
   table_.Overlapping(lo, hi, &overlap_);
+  const size_t held_bytes = table_.bytes() - table_.victim_bytes();
+  const size_t held_regions = table_.regions() - table_.victims();
+  // Only victims can make room; merging must not take more than that.
+  const size_t room = held_bytes < limits_.max_pinned_bytes
+                          ? limits_.max_pinned_bytes - held_bytes
+                          : 0;
   uintptr_t new_lo = lo;
   uintptr_t new_hi = hi;
   for (internal::Region* other : overlap_) {
@@ -97,7 +103,7 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
     const uintptr_t merged_lo = std::min(new_lo, other->base);
     const uintptr_t merged_hi = std::max(new_hi, other->end());
     if (merged_hi - merged_lo <= limits_.max_region_size &&
-        merged_hi - merged_lo <= limits_.max_pinned_bytes) {
+        merged_hi - merged_lo <= room) {
       new_lo = merged_lo;
       new_hi = merged_hi;
     }
@@ -105,8 +111,6 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
   const size_t need = new_hi - new_lo;
 
   // Room check before any eviction: only victims can make room.
-  const size_t held_bytes = table_.bytes() - table_.victim_bytes();
-  const size_t held_regions = table_.regions() - table_.victims();
   if (held_bytes + need > limits_.max_pinned_bytes ||
       held_regions + 1 > limits_.max_pinned_regions) {
     ++stats_.unavailable;

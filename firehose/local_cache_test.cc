@@ -127,6 +127,20 @@ TEST_F(LocalCacheTest, OverlappingVictimsCoalesceIntoOneRegion) {
   EXPECT_EQ(pinner_.live_registrations(), 1u);
 }
 
+TEST_F(LocalCacheTest, VictimsAreNotMergedBeyondTheRoomLeft) {
+  Make(Limits(3, 3, 3, 3, 4));
+  cache_->Release(Get(Bucket(0), 3 * kBucket));
+  LocalCache::Hold held = Get(Bucket(5), 1);
+  // Taking in the whole victim would need 3 buckets beside the held one;
+  // the request alone needs 1, after the victim is unpinned.
+  LocalCache::Hold a = Get(Bucket(2), 1);
+  EXPECT_EQ(a.registration().base, Bucket(2));
+  EXPECT_EQ(a.registration().length, kBucket);
+  EXPECT_LE(pinner_.peak_bytes(), 3 * kBucket);
+  cache_->Release(a);
+  cache_->Release(held);
+}
+
 TEST_F(LocalCacheTest, ARegionInUseIsShadowedNotUnpinned) {
   Make(Limits(16, 16, 16, 16));
   LocalCache::Hold small = Get(Bucket(0), kBucket);
