@@ -268,7 +268,7 @@ API_QUICK_CASES = {
     "coll": "*_n2:*_n4:*CollBadInputJobTest.*bad_bcast_root",
     "cpp": "*_n2_*:*_n4_*:*n2_*:*n4_*",
     "team": "*_n2:*_n4:*TeamBadInputJobTest.*destroyed_team",
-    "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct",
+    "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct:*Offload*",
     "vis": "*n2_*:*n4_*:*null_list_direct",
     "segment": "*_n2_*:*_n4_*:*bind_twice",
 }
