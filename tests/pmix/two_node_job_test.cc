@@ -6,10 +6,10 @@
 //
 // The node map follows PMIx's nodes, so the job has two hosts though one
 // kernel runs it: ranks of one node share memory, ranks of different nodes
-// talk over the network conduit (ofi, tcp;ofi_rxm on lo). smp, which has no
-// network, refuses such a job. PMIx placing two ranks on one node that our
-// host identity puts on different hosts (a rank in a UTS namespace of its
-// own) is a fatal error naming them.
+// talk over the network conduit (ofi, tcp;ofi_rxm on lo; ucx, tcp on lo).
+// smp, which has no network, refuses such a job. PMIx placing two ranks on
+// one node that our host identity puts on different hosts (a rank in a UTS
+// namespace of its own) is a fatal error naming them.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -213,6 +213,43 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// The same over ucx (tcp on lo between the nodes) at 4 ranks, with the
+// node map the C API sees.
+class TwoNodeUcxTest : public ::testing::TestWithParam<ClientCase> {};
+
+TEST_P(TwoNodeUcxTest, EveryRankPasses) {
+  SKIP_WITHOUT_LAUNCHER();
+  const ClientCase& c = GetParam();
+  const std::string job_id = NewTestJobId();
+  PmixJobResult r = RunPmixJob(
+      Job(AcrossNodes(4), absl::StrCat("tests/pmix/", c.client, "_pmix_ucx"),
+          c.mode.empty() ? std::vector<std::string>{}
+                         : std::vector<std::string>{c.mode},
+          {job_id, "GASNET_UCX_TLS=tcp", "GASNET_UCX_NET_DEVICES=lo",
+           "UCX_NET_DEVICES=lo"}));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat(
+                           "rank %d: %s ok", rank,
+                           c.mode.empty() ? std::string("hosts") : c.mode)))
+        << Describe(r);
+    if (c.mode.empty()) {
+      EXPECT_THAT(r.out, HasSubstr(absl::StrFormat(
+                             "rank %d: hosts 2 host %d members %s nbrhd 2\n",
+                             rank, rank / 2, rank < 2 ? "0,1" : "2,3")))
+          << Describe(r);
+    }
+  }
+  EXPECT_THAT(r.survivors, IsEmpty()) << Describe(r);
+  EXPECT_THAT(ShmLeft(job_id), IsEmpty()) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, TwoNodeUcxTest,
+                         ::testing::Values(ClientCase{"hosts_client", ""},
+                                           ClientCase{"am_client", "args"},
+                                           ClientCase{"rma_client", "forms"}),
+                         [](const auto& info) { return info.param.client; });
 
 // Exit paths across the nodes over ofi, at 4 ranks (the exiter is rank 3,
 // on the second node).
