@@ -232,6 +232,21 @@ TEST(PmixBootstrapTest, NodeMapOneHost) {
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("WARNING"))) << Describe(r);
 }
 
+// The same through the C API (gex_System_QueryMyPosition, QueryHostInfo,
+// QueryNbrhdInfo) on smp.
+TEST(PmixBootstrapTest, TheCApiSeesOneHost) {
+  SKIP_WITHOUT_LAUNCHER();
+  const std::string job_id = NewTestJobId();
+  PmixJobResult r = RunClient("hosts_client", 4, {}, {job_id});
+  ExpectCleanSuccess(r, 4, "hosts", job_id);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(r.out,
+                HasSubstr(absl::StrFormat(
+                    "rank %d: hosts 1 host 0 members 0,1,2,3 nbrhd 4\n", rank)))
+        << Describe(r);
+  }
+}
+
 // Bootstrap::Abort(7) on rank 1 while the others wait in a barrier:
 // PMIx_Abort ends the whole job, nonzero (mpirun passes the code on).
 //
