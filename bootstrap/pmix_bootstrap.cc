@@ -575,9 +575,9 @@ void PmixBootstrap::Broadcast(const void* src, size_t len, void* dst,
 
 std::optional<uint64_t> PmixBootstrap::LauncherNodeId() const {
   if (node_.has_node_id) return node_.node_id;
-  // Without PMIX_NODEID the node's name tells nodes apart (hashed as host
-  // ids are; far from the small node ids, which every rank of a job would
-  // have anyway: one server answers them all).
+  // Without PMIX_NODEID the node's name tells nodes apart, hashed as host
+  // names are for host ids. One job never mixes the two forms: every rank
+  // asks the same launcher's PMIx server.
   if (!node_.hostname.empty()) return Fnv1a64(node_.hostname);
   return std::nullopt;
 }

@@ -1,10 +1,14 @@
 // Bootstrap timing (not a test: it asserts nothing, and is tagged manual):
 // init to first barrier at 1, 2, 4 and 8 ranks under our fork spawner
-// (gasnetrun_smp), mpirun and srun on a one-node Slurm cluster it starts,
-// all in one run, so the figures compare. Five jobs per cell; prints the
-// median of the slowest rank's time and of the whole job's wall time.
+// (gasnetrun_smp), mpirun, srun on one node of a two-node Slurm cluster it
+// starts, and across two nodes (srun -N 2; mpirun over two emulated hosts,
+// "mpirun2h"), all in one run, so the figures compare. Five jobs per cell;
+// prints the median of the slowest rank's time and of the whole job's wall
+// time.
 //
 //   bazel test //tests/pmix:bootstrap_timing --test_output=all
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -36,7 +40,9 @@ double Median(std::vector<double> v) {
 
 TEST(BootstrapTiming, InitToFirstBarrier) {
   SlurmCluster cluster;
-  const absl::Status slurm = cluster.Start();
+  const absl::Status slurm = cluster.Start(/*nodes=*/2);
+  char agent_dir[] = "/tmp/gexmpi.XXXXXX";
+  const bool have_agent_dir = mkdtemp(agent_dir) != nullptr;
   if (!slurm.ok())
     std::printf("srun column skipped: %s\n",
                 std::string(slurm.message()).c_str());
@@ -44,7 +50,8 @@ TEST(BootstrapTiming, InitToFirstBarrier) {
   std::printf("%-8s %5s %16s %16s\n", "launcher", "ranks", "bootstrap ms",
               "job wall ms");
   for (int n : {1, 2, 4, 8}) {
-    for (const std::string kind : {"fork", "mpirun", "srun"}) {
+    for (const std::string kind :
+         {"fork", "mpirun", "srun", "mpirun2h", "srun-N2"}) {
       PmixJobSpec spec;
       spec.program = client;
       spec.env = MpirunEnv();
@@ -52,9 +59,18 @@ TEST(BootstrapTiming, InitToFirstBarrier) {
         spec.launcher = {Runfile("tools/gasnetrun_smp"), "-n", absl::StrCat(n)};
       } else if (kind == "mpirun") {
         spec.launcher = MpirunLauncher(n);
+      } else if (kind == "mpirun2h") {
+        if (n < 2 || !have_agent_dir) continue;
+        spec.launcher = MpirunTwoHostsLauncher(n, agent_dir);
       } else {
         if (!slurm.ok()) continue;
-        spec.launcher = cluster.Srun(n);
+        if (kind == "srun") {
+          spec.launcher = cluster.Srun(n);
+          spec.launcher.insert(spec.launcher.end() - 2, {"-N", "1"});
+        } else {
+          if (n < 2) continue;
+          spec.launcher = cluster.SrunAcrossNodes(n);
+        }
         spec.env.push_back(cluster.ConfEnv());
       }
       if (spec.launcher.empty()) continue;
@@ -76,6 +92,7 @@ TEST(BootstrapTiming, InitToFirstBarrier) {
       std::fflush(stdout);
     }
   }
+  if (have_agent_dir) RemoveTree(agent_dir);
 }
 
 }  // namespace
