@@ -68,9 +68,18 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
     return s;
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   // The hit path: a lookup and a count, no allocation.
   if (internal::Region* region = table_.FindCovering(lo, hi)) {
+    if (region->state.load(std::memory_order_relaxed) ==
+        internal::RegionState::kPending) {
+      ++stats_.misses;
+      ++stats_.unavailable;
+      return absl::UnavailableError(absl::StrFormat(
+          "firehose: [0x%x, +%d) is being pinned by another thread; poll and "
+          "retry",
+          addr, length));
+    }
     if (region->victim) table_.RemoveVictim(region);
     ++region->refs;
     ++stats_.hits;
@@ -131,17 +140,26 @@ absl::StatusOr<LocalCache::Hold> LocalCache::TryAcquire(uintptr_t addr,
     ++stats_.evictions;
   }
 
+  // Reserve the region (it counts against the limits from now on), then pin
+  // without the lock: other threads' hits and releases need not wait for
+  // the device. A request for it meanwhile is told to retry.
+  internal::Region* region = table_.Add(new_lo, need);
+  region->state.store(internal::RegionState::kPending,
+                      std::memory_order_relaxed);
+  region->refs = 1;
+  lock.unlock();
   absl::StatusOr<Registration> registration = pinner_->Pin(new_lo, need);
+  lock.lock();
   if (!registration.ok()) {
+    table_.Delete(region);
     return absl::Status(
         registration.status().code(),
         absl::StrFormat("firehose: pinning [0x%x, +%d) failed: %s", new_lo,
                         need, registration.status().message()));
   }
   ++stats_.pins;
-  internal::Region* region = table_.Add(new_lo, need);
   region->registration = *registration;
-  region->refs = 1;
+  region->state.store(internal::RegionState::kReady, std::memory_order_relaxed);
   return Hold(region);
 }
 

@@ -32,7 +32,9 @@
 //   cache.Release(*hold);
 //
 // Thread-safe: any thread may acquire and release. One lock guards the
-// cache; the Pinner runs under it.
+// cache. A miss pins without holding it, so other threads' hits do not
+// wait for the device; a request for a region still being pinned by
+// another thread is Unavailable until the pin completes.
 #ifndef GEX_FIREHOSE_LOCAL_CACHE_H_
 #define GEX_FIREHOSE_LOCAL_CACHE_H_
 
@@ -90,7 +92,7 @@ class LocalCache {
 
   struct Stats {
     uint64_t hits = 0;
-    uint64_t misses = 0;
+    uint64_t misses = 0;  // Every TryAcquire that was not a hit.
     uint64_t pins = 0;
     uint64_t unpins = 0;
     uint64_t evictions = 0;    // Victims unpinned to make room.
@@ -113,8 +115,9 @@ class LocalCache {
 
   // A hold on a region covering [addr, addr + length), pinning one if
   // needed. Errors:
-  //  - Unavailable: no room until holds are released; nothing changed
-  //    except victims evicted. Poll and retry.
+  //  - Unavailable: no room until holds are released, or the region is
+  //    being pinned by another thread; nothing changed (victims may have
+  //    been evicted). Poll and retry.
   //  - InvalidArgument: length 0, or the request spans more than one
   //    region can (see Acquirable).
   //  - ResourceExhausted: the request is larger than the limits could ever

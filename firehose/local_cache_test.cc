@@ -1,8 +1,10 @@
 #include "firehose/local_cache.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -327,6 +329,88 @@ TEST_F(LocalCacheTest, BadLimitsAreRejected) {
   limits.table_scale = 0;
   EXPECT_TRUE(
       absl::IsInvalidArgument(LocalCache::Create(limits, &pinner_).status()));
+}
+
+// A pinner whose Pin of one address waits until the test lets it go.
+class GatedPinner : public Pinner {
+ public:
+  explicit GatedPinner(FakePinner* inner, uintptr_t gated)
+      : inner_(inner), gated_(gated) {}
+  absl::StatusOr<Registration> Pin(uintptr_t base, size_t length) override {
+    if (base == gated_) {
+      std::unique_lock<std::mutex> lock(mu_);
+      waiting_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+    }
+    return inner_->Pin(base, length);
+  }
+  void Unpin(const Registration& r) override { inner_->Unpin(r); }
+  void WaitUntilPinning() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return waiting_; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  FakePinner* const inner_;
+  const uintptr_t gated_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool waiting_ = false;
+  bool open_ = false;
+};
+
+TEST(LocalCachePinTest, HitsDoNotWaitForAnotherThreadsPin) {
+  FakePinner fake;
+  GatedPinner pinner(&fake, Bucket(8));
+  std::unique_ptr<LocalCache> cache =
+      *LocalCache::Create(Limits(16, 16, 16, 16), &pinner);
+  LocalCache::Hold early = *cache->TryAcquire(Bucket(0), 1);
+  absl::StatusOr<LocalCache::Hold> slow;
+  std::thread pinning([&] { slow = cache->TryAcquire(Bucket(8), 1); });
+  pinner.WaitUntilPinning();
+  // While that pin is stuck in the device: a hit, a release and another
+  // miss all go through...
+  LocalCache::Hold hit = *cache->TryAcquire(Bucket(0) + 10, 1);
+  EXPECT_EQ(hit.local_key(), early.local_key());
+  cache->Release(hit);
+  LocalCache::Hold other = *cache->TryAcquire(Bucket(2), 1);
+  // ...and the region being pinned is not handed out half-made.
+  absl::StatusOr<LocalCache::Hold> racing = cache->TryAcquire(Bucket(8), 1);
+  EXPECT_TRUE(absl::IsUnavailable(racing.status())) << racing.status();
+  EXPECT_THAT(racing.status().message(), HasSubstr("being pinned"));
+  pinner.Open();
+  pinning.join();
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_TRUE(fake.Covers(slow->local_key(), Bucket(8), 1));
+  LocalCache::Hold joined = *cache->TryAcquire(Bucket(8), 1);
+  EXPECT_EQ(joined.local_key(), slow->local_key());
+  for (const LocalCache::Hold& h : {early, other, *slow, joined}) {
+    cache->Release(h);
+  }
+  cache.reset();
+  EXPECT_EQ(fake.live_registrations(), 0u);
+  EXPECT_EQ(fake.errors(), 0);
+}
+
+TEST(LocalCachePinTest, AFailedPinGivesBackItsReservation) {
+  FakePinner pinner;
+  std::unique_ptr<LocalCache> cache =
+      *LocalCache::Create(Limits(1, 1, 1, 1, 1), &pinner);
+  pinner.FailNextPins(1, absl::InternalError("device on fire"));
+  EXPECT_FALSE(cache->TryAcquire(Bucket(0), 1).ok());
+  const LocalCache::Stats stats = cache->stats();
+  EXPECT_EQ(stats.pinned_bytes, 0u);
+  EXPECT_EQ(stats.pinned_regions, 0u);
+  // The room is free again.
+  absl::StatusOr<LocalCache::Hold> hold = cache->TryAcquire(Bucket(0), 1);
+  ASSERT_TRUE(hold.ok()) << hold.status();
+  cache->Release(*hold);
 }
 
 // A random single-threaded workload: the limits hold at every step.

@@ -51,12 +51,15 @@ class Pinner {
   // Pins [base, base + length). Both are multiples of the cache's bucket
   // size. A failure is returned as is to whoever asked for the memory.
   //
-  // Called with the cache's lock held: it must not call back into the
-  // cache. It may be called from any thread that uses the cache.
+  // Called without the cache's lock, from any thread that uses the cache,
+  // possibly from several at once (and beside Unpin): it must be
+  // thread-safe. The range is reserved in the cache meanwhile.
   virtual absl::StatusOr<Registration> Pin(uintptr_t base, size_t length) = 0;
 
   // Unpins a registration Pin returned, exactly once. Must not fail
-  // (a transport that sees an error reports it itself).
+  // (a transport that sees an error reports it itself). Called with the
+  // cache's lock held, so that what is pinned never exceeds the limits:
+  // it must not call back into the cache.
   virtual void Unpin(const Registration& registration) = 0;
 };
 

@@ -24,9 +24,9 @@
 
 namespace gexrt::firehose::internal {
 
-// A region's state; always kReady for local regions. A remote region is
-// kPending from the move request until the peer's answer, then kReady or
-// kFailed.
+// A region's state. A local region is kPending while its pin runs (outside
+// the cache's lock), then kReady. A remote region is kPending from the move
+// request until the peer's answer, then kReady or kFailed.
 enum class RegionState : uint8_t { kPending, kReady, kFailed };
 
 struct Region {
