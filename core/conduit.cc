@@ -2,6 +2,10 @@
 
 #include <memory>
 
+#include "absl/strings/str_format.h"
+#include "base/cpu.h"
+#include "base/wait_policy.h"
+
 namespace gexrt::core {
 namespace {
 
@@ -24,6 +28,20 @@ void* Bounce(bool request, size_t size) {
 }
 
 }  // namespace
+
+absl::StatusOr<WaitPolicy*> CheckInitArgs(const char* conduit,
+                                          const InitArgs& args,
+                                          WaitPolicy& own) {
+  if (args.bootstrap == nullptr || args.map == nullptr ||
+      args.sink.deliver == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s conduit: no bootstrap, node map or sink", conduit));
+  }
+  if (args.waits != nullptr) return args.waits;
+  own.Configure(1, OnlineCpuCount(), args.thread_safe);
+  own.set_always_yield(args.polite);
+  return &own;
+}
 
 SendStatus Conduit::Reserve(Reservation& r, size_t max_payload,
                             bool immediate) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "am/vocabulary.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/node_map.h"
@@ -279,6 +280,14 @@ class Conduit {
   // Fini): release the network.
   virtual void Fini() {}
 };
+
+// The start of a network conduit's Init: whether `args` has what every
+// conduit needs (an error naming `conduit` otherwise), and the wait policy
+// its waits take: the runtime's, or, for a conduit built alone (unit
+// tests), `own`, configured as the runtime would for one rank.
+absl::StatusOr<WaitPolicy*> CheckInitArgs(const char* conduit,
+                                          const InitArgs& args,
+                                          WaitPolicy& own);
 
 // Defined once by each conduit's library (conduit/<name>): the process's
 // conduit. The final library a client links (gasnet_<name>_seq/_par)

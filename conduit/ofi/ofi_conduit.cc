@@ -26,7 +26,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "am/vocabulary.h"
-#include "base/cpu.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/host_id.h"
@@ -457,23 +456,14 @@ void OfiConduit::StartUp(int* argc, char*** argv) {
 }
 
 absl::Status OfiConduit::Init(const core::InitArgs& args) {
-  if (args.bootstrap == nullptr || args.map == nullptr ||
-      args.sink.deliver == nullptr) {
-    return absl::InvalidArgumentError("ofi conduit: no bootstrap or sink");
-  }
+  absl::StatusOr<WaitPolicy*> waits =
+      core::CheckInitArgs("ofi", args, own_waits_);
+  if (!waits.ok()) return waits.status();
+  waits_ = *waits;
   bootstrap_ = args.bootstrap;
   sink_ = args.sink;
   others_ = args.others;
   polite_ = args.polite;
-  if (args.waits != nullptr) {
-    waits_ = args.waits;
-  } else {
-    // A conduit built alone (unit tests): its own policy, configured as
-    // the runtime would for one rank.
-    own_waits_.Configure(1, OnlineCpuCount(), args.thread_safe);
-    own_waits_.set_always_yield(args.polite);
-    waits_ = &own_waits_;
-  }
   thread_safe_ = args.thread_safe;
   rank_ = bootstrap_->rank();
   size_ = bootstrap_->size();

@@ -14,7 +14,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "am/vocabulary.h"
-#include "base/cpu.h"
 #include "base/fatal.h"
 #include "base/spin_wait.h"
 #include "exit/graceful_exit.h"
@@ -264,22 +263,15 @@ absl::Status UcxConduit::CreateContext() {
 }
 
 absl::Status UcxConduit::Init(const core::InitArgs& args) {
-  if (args.bootstrap == nullptr || args.map == nullptr ||
-      args.sink.deliver == nullptr) {
-    return absl::InvalidArgumentError("ucx conduit: no bootstrap or sink");
-  }
+  absl::StatusOr<WaitPolicy*> waits =
+      core::CheckInitArgs("ucx", args, own_waits_);
+  if (!waits.ok()) return waits.status();
+  waits_ = *waits;
   bootstrap_ = args.bootstrap;
   sink_ = args.sink;
   others_ = args.others;
   polite_ = args.polite;
   thread_safe_ = args.thread_safe;
-  if (args.waits != nullptr) {
-    waits_ = args.waits;
-  } else {
-    own_waits_.Configure(1, OnlineCpuCount(), args.thread_safe);
-    own_waits_.set_always_yield(args.polite);
-    waits_ = &own_waits_;
-  }
   rank_ = bootstrap_->rank();
   size_ = bootstrap_->size();
 
