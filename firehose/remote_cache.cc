@@ -237,6 +237,16 @@ absl::Status RemoteCache::CompleteMove(uint32_t peer, uint64_t ticket,
     // it again.
     p.table.Detach(region);
     if (region->refs == 0) p.table.Delete(region);
+    if (absl::IsUnavailable(remote_key.status())) {
+      // The peer is full. Its regions can be larger than what this rank
+      // asked for (a request may hit a bigger region there), so staying
+      // within our own limit does not guarantee room: give back every
+      // victim there with the next move, or a retry could meet the same
+      // answer for ever.
+      while (internal::Region* victim = p.table.OldestVictim()) {
+        DropLocked(p, victim);
+      }
+    }
   }
   return absl::OkStatus();
 }

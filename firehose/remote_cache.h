@@ -25,9 +25,9 @@
 //
 // The per-peer limits must fit in what each peer's local cache can pin for
 // this rank (the settings give each of N-1 peers 1/(N-1) of the peer's
-// GASNET_FIREHOSE_M): a peer with no room answers Unavailable and is asked
-// again, so a requester allowed more than the peer can ever give would
-// wait for ever.
+// GASNET_FIREHOSE_M). A peer with no room answers Unavailable; this rank
+// then gives back every victim it has there (on the next move) and asks
+// again, so the peer's room comes back as this rank's holds end.
 //
 // Thread-safe. The hit path (a ready region covers the request) takes the
 // lock, looks up and counts, and never allocates.

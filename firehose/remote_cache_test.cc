@@ -197,6 +197,25 @@ TEST_F(RemoteCacheTest, AFailedMoveReachesEveryHolderAndIsForgotten) {
   EXPECT_TRUE(absl::IsNotFound(cache_->CompleteMove(1, ticket, 9)));
 }
 
+TEST_F(RemoteCacheTest, APeerWithNoRoomGetsEveryVictimBack) {
+  Make(Limits(8, 8, 8, 8));
+  cache_->Release(GetReady(0, Bucket(0), 1, 1));
+  cache_->Release(GetReady(0, Bucket(1), 1, 2));
+  cache_->Release(GetReady(1, Bucket(0), 1, 3));
+  const uint64_t t0 = sender_.sent[0].second.ticket;
+  const uint64_t t1 = sender_.sent[1].second.ticket;
+  RemoteCache::Hold c = Get(0, Bucket(5), 1);
+  ASSERT_TRUE(cache_
+                  ->CompleteMove(0, sender_.sent.back().second.ticket,
+                                 absl::UnavailableError("full"))
+                  .ok());
+  cache_->Release(c);
+  EXPECT_THAT(cache_->TakeReleases(0), ElementsAre(t0, t1));
+  // Other peers' victims stay.
+  EXPECT_THAT(cache_->TakeReleases(1), IsEmpty());
+  EXPECT_EQ(cache_->stats().victim_regions, 1u);
+}
+
 TEST_F(RemoteCacheTest, AMoveAnsweredAfterItsHoldersLeftBecomesAVictim) {
   Make(Limits(8, 8, 8, 8));
   cache_->Release(Get(0, Bucket(0), 1));
