@@ -95,6 +95,9 @@ class NodeMap {
   // compete for its CPUs. Asks the kernel on each call (affinity can
   // change).
   bool MyHostIsOversubscribed() const;
+  // The ranks that share this rank's machine (its kernel and CPUs), this
+  // one included: my host's, or more where a launcher's nodes share it.
+  uint32_t ranks_on_my_machine() const { return ranks_on_my_machine_; }
 
  private:
   friend NodeMap DiscoverNodeMap(Bootstrap& bootstrap);

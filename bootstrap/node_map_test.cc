@@ -567,10 +567,12 @@ TEST(NodeMapTest, OversubscriptionCountsEveryRankOnMyMachine) {
   for (int i = 0; i < cpus + 2; ++i) nodes.push_back(i);
   const NodeMap map = MapOnLauncherNodes(nodes, 0);
   EXPECT_EQ(map.my_host_members().size(), 1u);
+  EXPECT_EQ(map.ranks_on_my_machine(), static_cast<uint32_t>(cpus + 2));
   EXPECT_TRUE(map.MyHostIsOversubscribed());
   // Without emulation, one rank per host is not oversubscribed.
   std::vector<uint64_t> hosts;
   for (int i = 0; i < cpus + 2; ++i) hosts.push_back(kA + i);
+  EXPECT_EQ(NodeMap::Build(hosts, 0, 0).ranks_on_my_machine(), 1u);
   EXPECT_FALSE(NodeMap::Build(hosts, 0, 0).MyHostIsOversubscribed());
 }
 

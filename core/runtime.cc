@@ -45,7 +45,9 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
     // Every rank sees the same map, so every rank stops here.
     FatalErrorF("%s: %s", call, s.message());
   }
-  rt.waits.Configure(static_cast<int>(rt.map->my_host_members().size()),
+  // Every rank on this machine competes for its CPUs, a launcher's other
+  // nodes on the same kernel included.
+  rt.waits.Configure(static_cast<int>(rt.map->ranks_on_my_machine()),
                      OnlineCpuCount(), rt.thread_safe);
   // The same rule as MyHostIsOversubscribed (more ranks here than CPUs).
   rt.polite = rt.waits.always_yield();
