@@ -3,6 +3,9 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -204,8 +207,56 @@ Gid FromIbvGid(const ibv_gid& g) {
 
 class IbvCq final : public CompletionQueue {
  public:
-  explicit IbvCq(ibv_cq* cq) : cq_(cq) {}
-  ~IbvCq() override { ibv_destroy_cq(cq_); }
+  // Owns `cq`, its completion channel and the eventfd Interrupt() writes.
+  IbvCq(ibv_cq* cq, ibv_comp_channel* channel, int interrupt_fd)
+      : cq_(cq), channel_(channel), interrupt_fd_(interrupt_fd) {}
+  ~IbvCq() override {
+    if (unacked_ > 0) ibv_ack_cq_events(cq_, unacked_);
+    ibv_destroy_cq(cq_);
+    ibv_destroy_comp_channel(channel_);
+    close(interrupt_fd_);
+  }
+
+  absl::Status RequestNotify() override {
+    int rc = ibv_req_notify_cq(cq_, 0);
+    return rc == 0 ? absl::OkStatus() : VerbsError("ibv_req_notify_cq", rc);
+  }
+
+  absl::StatusOr<bool> WaitNotify(int64_t timeout_ns) override {
+    pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
+    int ms = timeout_ns < 0
+                 ? -1
+                 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+    int n = poll(fds, 2, ms);
+    if (n < 0) {
+      if (errno == EINTR) return false;
+      return VerbsError("poll", errno);
+    }
+    if (fds[1].revents & POLLIN) {
+      uint64_t v;
+      (void)!read(interrupt_fd_, &v, sizeof(v));
+      return false;
+    }
+    if (fds[0].revents & POLLIN) {
+      ibv_cq* cq = nullptr;
+      void* context = nullptr;
+      if (ibv_get_cq_event(channel_, &cq, &context) != 0) {
+        return VerbsError("ibv_get_cq_event", errno);
+      }
+      // Acks are batched: each costs a lock in libibverbs.
+      if (++unacked_ == 64) {
+        ibv_ack_cq_events(cq_, unacked_);
+        unacked_ = 0;
+      }
+      return true;
+    }
+    return false;
+  }
+
+  void Interrupt() override {
+    uint64_t one = 1;
+    (void)!write(interrupt_fd_, &one, sizeof(one));
+  }
   absl::StatusOr<size_t> Poll(std::span<Completion> out) override {
     ibv_wc wc[32];
     size_t total = 0;
@@ -236,6 +287,9 @@ class IbvCq final : public CompletionQueue {
 
  private:
   ibv_cq* cq_;
+  ibv_comp_channel* channel_;
+  int interrupt_fd_;
+  unsigned int unacked_ = 0;
 };
 
 class IbvMr final : public MemoryRegion {
@@ -594,10 +648,23 @@ class IbvContext final : public Context {
 
   absl::StatusOr<std::unique_ptr<CompletionQueue>> CreateCq(
       uint32_t depth) override {
+    ibv_comp_channel* channel = ibv_create_comp_channel(ctx_);
+    if (channel == nullptr) return VerbsError("ibv_create_comp_channel", errno);
+    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (efd < 0) {
+      int err = errno;
+      ibv_destroy_comp_channel(channel);
+      return VerbsError("eventfd", err);
+    }
     ibv_cq* cq =
-        ibv_create_cq(ctx_, static_cast<int>(depth), nullptr, nullptr, 0);
-    if (cq == nullptr) return VerbsError("ibv_create_cq", errno);
-    auto out = std::make_unique<IbvCq>(cq);
+        ibv_create_cq(ctx_, static_cast<int>(depth), nullptr, channel, 0);
+    if (cq == nullptr) {
+      int err = errno;
+      close(efd);
+      ibv_destroy_comp_channel(channel);
+      return VerbsError("ibv_create_cq", err);
+    }
+    auto out = std::make_unique<IbvCq>(cq, channel, efd);
     cq->cq_context = out.get();  // for kCqError events
     return std::unique_ptr<CompletionQueue>(out.release());
   }

@@ -28,10 +28,12 @@
 #include "conduit/ibv/verbs/soft_device.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -39,7 +41,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <new>
 #include <type_traits>
@@ -169,8 +173,30 @@ struct ShmCq {
   uint64_t head;
   uint64_t tail;
   std::atomic<uint32_t> overflowed;
+  // Blocking waits: pushes bump `wake_seq` (a futex word, shared between
+  // processes) and wake it, only while `waiters` is nonzero.
+  std::atomic<uint32_t> wake_seq;
+  std::atomic<uint32_t> waiters;
   ShmCqe entries[];  // depth
 };
+
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX,
+          nullptr, nullptr, 0);
+}
+
+// Waits while *word == expected, at most `ns` (negative: no limit).
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t ns) {
+  timespec ts{};
+  timespec* tp = nullptr;
+  if (ns >= 0) {
+    ts.tv_sec = ns / 1'000'000'000;
+    ts.tv_nsec = ns % 1'000'000'000;
+    tp = &ts;
+  }
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected,
+          tp, nullptr, 0);
+}
 
 struct ShmRecv {
   uint64_t wr_id;
@@ -274,7 +300,7 @@ void PostEvent(const Device& dev, uint32_t lid, AsyncEventType type,
 // overflowed: the completion is lost, the owner gets kCqError once.
 bool PushCqe(const Device& dev, ShmCq* cq, const Completion& c,
              uint64_t sq_seq) {
-  bool first_overflow = false;
+  bool first_overflow;
   {
     std::lock_guard<SpinLock> g(cq->lock);
     if (cq->overflowed.load(std::memory_order_relaxed) == 0) {
@@ -283,19 +309,28 @@ bool PushCqe(const Device& dev, ShmCq* cq, const Completion& c,
         e.c = c;
         e.sq_seq = sq_seq;
         ++cq->tail;
-        return true;
+        first_overflow = false;
+      } else {
+        cq->overflowed.store(1, std::memory_order_release);
+        first_overflow = true;
       }
-      cq->overflowed.store(1, std::memory_order_release);
-      first_overflow = true;
+    } else {
+      return false;
     }
   }
-  if (first_overflow) {
-    dev.header()->counters.cq_overflows.fetch_add(1, std::memory_order_relaxed);
-    if (ProcHeader* p = dev.Proc(cq->owner_lid)) {
-      p->counters.cq_overflows.fetch_add(1, std::memory_order_relaxed);
+  if (!first_overflow) {
+    if (cq->waiters.load(std::memory_order_seq_cst) != 0) {
+      cq->wake_seq.fetch_add(1, std::memory_order_seq_cst);
+      FutexWakeAll(&cq->wake_seq);
     }
-    PostEvent(dev, cq->owner_lid, AsyncEventType::kCqError, 0, dev.Off(cq));
+    return true;
   }
+  // The first overflow: counted, and the owner hears of it once.
+  dev.header()->counters.cq_overflows.fetch_add(1, std::memory_order_relaxed);
+  if (ProcHeader* p = dev.Proc(cq->owner_lid)) {
+    p->counters.cq_overflows.fetch_add(1, std::memory_order_relaxed);
+  }
+  PostEvent(dev, cq->owner_lid, AsyncEventType::kCqError, 0, dev.Off(cq));
   return false;
 }
 
@@ -373,12 +408,54 @@ class SoftCq final : public CompletionQueue {
   ~SoftCq() override;
   absl::StatusOr<size_t> Poll(std::span<Completion> out) override;
   uint32_t depth() const override { return shm_->depth; }
+  absl::Status RequestNotify() override {
+    if (!armed_.exchange(true)) {
+      shm_->waiters.fetch_add(1, std::memory_order_seq_cst);
+    }
+    armed_seq_.store(shm_->wake_seq.load(std::memory_order_seq_cst));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> WaitNotify(int64_t timeout_ns) override;
+  void Interrupt() override {
+    interrupted_.store(true, std::memory_order_seq_cst);
+    shm_->wake_seq.fetch_add(1, std::memory_order_seq_cst);
+    FutexWakeAll(&shm_->wake_seq);
+  }
   ShmCq* shm() const { return shm_; }
 
  private:
   SoftContext* ctx_;
   ShmCq* shm_;
+  std::atomic<bool> armed_{false};
+  std::atomic<uint32_t> armed_seq_{0};
+  std::atomic<bool> interrupted_{false};
 };
+
+absl::StatusOr<bool> SoftCq::WaitNotify(int64_t timeout_ns) {
+  if (!armed_.load()) {
+    return absl::FailedPreconditionError("WaitNotify without RequestNotify");
+  }
+  const uint64_t start = NowNs();
+  bool arrived = false;
+  for (;;) {
+    if (interrupted_.exchange(false)) break;
+    uint32_t seq = shm_->wake_seq.load(std::memory_order_seq_cst);
+    if (seq != armed_seq_.load()) {
+      arrived = true;
+      break;
+    }
+    int64_t left = -1;
+    if (timeout_ns >= 0) {
+      left = timeout_ns - static_cast<int64_t>(NowNs() - start);
+      if (left <= 0) break;
+    }
+    FutexWait(&shm_->wake_seq, seq, left);
+  }
+  if (armed_.exchange(false)) {
+    shm_->waiters.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  return arrived;
+}
 
 class SoftMr final : public MemoryRegion {
  public:

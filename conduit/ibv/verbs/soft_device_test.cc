@@ -783,6 +783,48 @@ TEST_F(SoftDeviceTest, RegistrationChecksItsFlags) {
   a_.Reset();
 }
 
+TEST_F(SoftDeviceTest, WaitNotifyWakesOnACompletionAndOnInterrupt) {
+  Pair();
+  // Nothing arrives: a bounded wait times out.
+  ASSERT_TRUE(b_.cq->RequestNotify().ok());
+  EXPECT_TRUE(NoCompletion(*b_.cq));
+  auto r = b_.cq->WaitNotify(1'000'000);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  // A waiter with no limit is woken by a receive completion.
+  uint32_t dst = 0;
+  auto dmr = *b_.pd->RegisterMemory(&dst, 4, kAccessLocalWrite);
+  Sge rs{reinterpret_cast<uint64_t>(&dst), 4, dmr->lkey()};
+  ASSERT_TRUE(qb_->PostRecv(RecvWr{1, &rs, 1}).ok());
+  ASSERT_TRUE(b_.cq->RequestNotify().ok());
+  ASSERT_TRUE(NoCompletion(*b_.cq));
+  std::atomic<int> woke{-1};
+  std::thread waiter([&] {
+    auto w = b_.cq->WaitNotify(-1);
+    woke.store(w.ok() && *w ? 1 : 0);
+  });
+  uint32_t v = 9;
+  Sge s{reinterpret_cast<uint64_t>(&v), 4, 0};
+  SendWr w;
+  w.flags = kSendInline;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  ASSERT_TRUE(qa_->PostSend(w).ok());
+  waiter.join();
+  EXPECT_EQ(woke.load(), 1);
+  EXPECT_EQ(PollN(*b_.cq, 1).size(), 1u);
+  EXPECT_EQ(dst, 9u);
+  // Interrupt ends a wait with no limit.
+  ASSERT_TRUE(b_.cq->RequestNotify().ok());
+  std::thread sleeper([&] {
+    auto w = b_.cq->WaitNotify(-1);
+    woke.store(w.ok() && *w ? 1 : 0);
+  });
+  b_.cq->Interrupt();
+  sleeper.join();
+  EXPECT_EQ(woke.load(), 0);
+}
+
 // ---- between processes ----------------------------------------------------
 
 // A page shared with forked children: addresses and flags.

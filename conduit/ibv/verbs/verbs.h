@@ -58,6 +58,17 @@ class CompletionQueue {
   // More unpolled completions than this is an overflow: a kCqError async
   // event, and the completions are lost.
   virtual uint32_t depth() const = 0;
+
+  // Blocking, for a progress thread, the verbs way:
+  //   RequestNotify();  then Poll() once more (a completion that arrived
+  //   before the request wakes nobody);  if that found nothing,
+  //   WaitNotify(timeout_ns): true once a completion arrived after the
+  //   request, false on timeout (negative: no limit) or Interrupt().
+  // Posting and polling pay nothing extra unless a thread is armed.
+  virtual absl::Status RequestNotify() = 0;
+  virtual absl::StatusOr<bool> WaitNotify(int64_t timeout_ns) = 0;
+  // Makes a current (or the next) WaitNotify return false; for shutdown.
+  virtual void Interrupt() = 0;
 };
 
 class MemoryRegion {
