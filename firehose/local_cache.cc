@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "base/stderr_line.h"
 
 namespace gexrt::firehose {
 absl::Status ValidateLocalLimits(const LocalLimits& limits) {
@@ -30,8 +29,8 @@ LocalCache::LocalCache(const LocalLimits& limits, Pinner* pinner)
           internal::ReserveBuckets(limits.max_pinned_bytes, limits.bucket_size,
                                    limits.table_scale, size_t{1} << 16)) {
   if (limits_.verbose) {
-    WriteStderrLine(absl::StrFormat(
-        "firehose: local cache: at most %d bytes in %d regions pinned, "
+    internal::VerboseLine(absl::StrFormat(
+        "local cache: at most %d bytes in %d regions pinned, "
         "%d bytes in %d regions as victims; regions of up to %d bytes in "
         "buckets of %d",
         limits_.max_pinned_bytes, limits_.max_pinned_regions,
@@ -49,8 +48,8 @@ LocalCache::~LocalCache() {
     ++stats_.unpins;
   }
   if (limits_.verbose) {
-    WriteStderrLine(absl::StrFormat(
-        "firehose: local cache: %d hits, %d misses, %d pins, %d unpins, %d "
+    internal::VerboseLine(absl::StrFormat(
+        "local cache: %d hits, %d misses, %d pins, %d unpins, %d "
         "evictions, %d waits; %d regions still held at exit",
         stats_.hits, stats_.misses, stats_.pins, stats_.unpins,
         stats_.evictions, stats_.unavailable, held));

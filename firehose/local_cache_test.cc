@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -411,6 +412,22 @@ TEST(LocalCachePinTest, AFailedPinGivesBackItsReservation) {
   absl::StatusOr<LocalCache::Hold> hold = cache->TryAcquire(Bucket(0), 1);
   ASSERT_TRUE(hold.ok()) << hold.status();
   cache->Release(*hold);
+}
+
+TEST(LocalCacheVerboseTest, ReportsLimitsAndCounters) {
+  FakePinner pinner;
+  LocalLimits limits = Limits(4, 4, 4, 4);
+  limits.verbose = true;
+  ::testing::internal::CaptureStderr();
+  {
+    std::unique_ptr<LocalCache> cache = *LocalCache::Create(limits, &pinner);
+    cache->Release(*cache->TryAcquire(Bucket(0), 1));
+    cache->Release(*cache->TryAcquire(Bucket(0), 1));
+  }
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(out, HasSubstr("firehose (proc ?): local cache: at most 16384 "
+                             "bytes in 4 regions pinned"));
+  EXPECT_THAT(out, HasSubstr("1 hits, 1 misses, 1 pins, 1 unpins"));
 }
 
 // A random single-threaded workload: the limits hold at every step.

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "base/stderr_line.h"
 
 namespace gexrt::firehose {
 
@@ -35,8 +34,8 @@ RemoteCache::RemoteCache(const RemoteLimits& limits, uint32_t peers,
                          MoveSender* sender)
     : limits_(limits), peers_(peers), sender_(sender), peer_(peers) {
   if (limits_.verbose) {
-    WriteStderrLine(absl::StrFormat(
-        "firehose: remote cache for %d peers: at most %d bytes in %d regions "
+    internal::VerboseLine(absl::StrFormat(
+        "remote cache for %d peers: at most %d bytes in %d regions "
         "pinned at each, %d bytes in %d regions of them as victims",
         peers_, limits_.max_bytes_per_peer, limits_.max_regions_per_peer,
         limits_.max_victim_bytes_per_peer,
@@ -47,8 +46,8 @@ RemoteCache::RemoteCache(const RemoteLimits& limits, uint32_t peers,
 RemoteCache::~RemoteCache() {
   if (limits_.verbose) {
     std::lock_guard<std::mutex> lock(mu_);
-    WriteStderrLine(absl::StrFormat(
-        "firehose: remote cache: %d hits, %d misses, %d moves (%d failed), "
+    internal::VerboseLine(absl::StrFormat(
+        "remote cache: %d hits, %d misses, %d moves (%d failed), "
         "%d pinnings released, %d waits",
         stats_.hits, stats_.misses, stats_.moves, stats_.failed_moves,
         stats_.released, stats_.unavailable));

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_format.h"
+#include "base/job_rank.h"
+#include "base/stderr_line.h"
 
 namespace gexrt::firehose::internal {
 
@@ -53,6 +56,14 @@ size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale,
                       size_t cap) {
   const size_t base = std::min<size_t>(max_bytes / bucket_size, cap);
   return static_cast<size_t>(static_cast<double>(base) * scale);
+}
+
+void VerboseLine(std::string_view line) {
+  const int rank = JobRank();
+  WriteStderrLine(absl::StrFormat(
+      "firehose (proc %s): %s",
+      rank == kUnknownRank ? std::string("?") : absl::StrFormat("%d", rank),
+      line));
 }
 
 RegionTable::RegionTable(size_t bucket_size, size_t reserve_buckets)

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -63,6 +64,9 @@ absl::Status ValidateGeometry(size_t bucket_size, size_t max_region,
 // Index entries to reserve for a table of up to `max_bytes`.
 size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale,
                       size_t cap);
+
+// Writes a GASNET_FIREHOSE_VERBOSE line: "firehose (proc N): <line>".
+void VerboseLine(std::string_view line);
 
 class RegionTable {
  public:
