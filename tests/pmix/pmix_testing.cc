@@ -68,10 +68,18 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return p;
 }
 
+// The process's command line, words joined by spaces; empty once it has
+// gone. Read with read(2): a process that exits while its file is read
+// makes the read fail (ESRCH), which std::filebuf reports by throwing.
 std::string Cmdline(pid_t pid) {
-  std::ifstream f(absl::StrFormat("/proc/%d/cmdline", pid));
-  std::string s((std::istreambuf_iterator<char>(f)),
-                std::istreambuf_iterator<char>());
+  std::string s;
+  const int fd =
+      open(absl::StrFormat("/proc/%d/cmdline", pid).c_str(), O_RDONLY);
+  if (fd < 0) return s;
+  char buf[4096];
+  ssize_t got;
+  while ((got = read(fd, buf, sizeof buf)) > 0) s.append(buf, got);
+  close(fd);
   for (char& c : s) {
     if (c == '\0') c = ' ';
   }
