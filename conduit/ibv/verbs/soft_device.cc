@@ -1168,8 +1168,11 @@ SoftQp::Outcome SoftQp::ExecuteRc(Pending& p, uint64_t seq, WcStatus* status) {
       }
       if (op == Opcode::kRdmaWriteWithImm) {
         // The receive gets the immediate data and the length, no payload.
+        // (Another QP of a shared SRQ may have taken the last receive since
+        // the check: then this is an RNR, and the retry rewrites the data.)
         bool rnr = false;
         DeliverRecv(t, tp, p, seq, 0, &rnr);
+        if (rnr) return Outcome::kRnr;
       }
       break;
     }
