@@ -109,6 +109,9 @@ class RemoteCache {
   // Peers are numbered [0, peers). `sender` must outlive the cache.
   static absl::StatusOr<std::unique_ptr<RemoteCache>> Create(
       const RemoteLimits& limits, uint32_t peers, MoveSender* sender);
+  // Unpins nothing (the peers own their pinnings; a conduit tearing down
+  // sends TakeReleases first if the peers outlive it). Every move sent
+  // must have been answered.
   ~RemoteCache();
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
