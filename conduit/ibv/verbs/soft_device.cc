@@ -397,6 +397,18 @@ bool RemoteRead(pid_t pid, const iovec* local, size_t nlocal,
   return n == static_cast<ssize_t>(total);
 }
 
+// What the initiator sees when CMA into the target failed: a target
+// process that is gone (it died without closing the device) answers nothing,
+// so the requester's retries run out (kRetryExceeded), and later requests
+// find it dead; any other fault is the responder's error.
+WcStatus CmaFailure(ProcHeader* target) {
+  if (errno == ESRCH) {
+    target->alive.store(0, std::memory_order_release);
+    return WcStatus::kRetryExceeded;
+  }
+  return WcStatus::kRemoteOperationError;
+}
+
 // ---- objects ----------------------------------------------------------------
 
 class SoftContext;
@@ -1057,6 +1069,8 @@ WcStatus SoftQp::DeliverRecv(ShmQp* t, ProcHeader* tp, const Pending& p,
       nlocal += LocalIov(p, seq, local + nlocal);
       if (!RemoteWrite(tp->pid, local, nlocal, remote, nremote,
                        p.length + grh)) {
+        WcStatus failure = CmaFailure(tp);
+        if (failure == WcStatus::kRetryExceeded) return failure;
         target_status = WcStatus::kLocalProtectionError;
       }
     }
@@ -1163,7 +1177,7 @@ SoftQp::Outcome SoftQp::ExecuteRc(Pending& p, uint64_t seq, WcStatus* status) {
       bool ok = RemoteWrite(tp->pid, local, nlocal, &remote, 1, len);
       mr->lock.unlock();
       if (!ok) {
-        *status = WcStatus::kRemoteOperationError;
+        *status = CmaFailure(tp);
         break;
       }
       if (op == Opcode::kRdmaWriteWithImm) {
@@ -1190,7 +1204,7 @@ SoftQp::Outcome SoftQp::ExecuteRc(Pending& p, uint64_t seq, WcStatus* status) {
       iovec remote{reinterpret_cast<void*>(p.wr.remote_addr), len};
       bool ok = RemoteRead(tp->pid, local, nlocal, &remote, 1, len);
       mr->lock.unlock();
-      if (!ok) *status = WcStatus::kRemoteOperationError;
+      if (!ok) *status = CmaFailure(tp);
       break;
     }
     case Opcode::kAtomicFetchAdd:
@@ -1235,7 +1249,7 @@ SoftQp::Outcome SoftQp::ExecuteRc(Pending& p, uint64_t seq, WcStatus* status) {
       }
       mr->lock.unlock();
       if (!ok) {
-        *status = WcStatus::kRemoteOperationError;
+        *status = CmaFailure(tp);
         break;
       }
       std::memcpy(reinterpret_cast<void*>(p.sge[0].addr), &old, 8);

@@ -1025,5 +1025,52 @@ TEST_F(SoftDeviceTest, ProcessesSendAndReceive) {
   munmap(box, sizeof(Mailbox));
 }
 
+TEST_F(SoftDeviceTest, APeerThatDiedIsATransportRetryError) {
+  auto* box = static_cast<Mailbox*>(mmap(nullptr, sizeof(Mailbox),
+                                         PROT_READ | PROT_WRITE,
+                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(box, MAP_FAILED);
+  new (box) Mailbox();
+  a_ = Node::Open(*provider_);
+  qa_ = MakeQp(a_);
+  box->parent_addr[0] = AddressOf(a_, *qa_, 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Connects, registers memory, then dies without closing anything.
+    Node n = Node::Open(*provider_);
+    auto qp = MakeQp(n);
+    static uint64_t mem[4];
+    auto mr = *n.pd->RegisterMemory(mem, sizeof(mem),
+                                    kAccessLocalWrite | kAccessRemoteWrite);
+    CHILD_CHECK(Connect(*qp, box->parent_addr[0], 0).ok());
+    box->child_addr[0] = AddressOf(n, *qp, 0);
+    box->target_addr = reinterpret_cast<uint64_t>(mem);
+    box->rkey = mr->rkey();
+    box->ready[0].store(1, std::memory_order_release);
+    _exit(0);
+  }
+  ASSERT_TRUE(WaitFor(box->ready[0], 1));
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ConnectOptions o;
+  o.retry_cnt = 1;
+  o.timeout = 1;
+  ASSERT_TRUE(Connect(*qa_, box->child_addr[0], 0, o).ok());
+  uint64_t v = 3;
+  Sge s{reinterpret_cast<uint64_t>(&v), 8, 0};
+  SendWr w = Write(1, &s, box->target_addr, box->rkey);
+  w.flags |= kSendInline;
+  ASSERT_TRUE(qa_->PostSend(w).ok());
+  auto c = PollN(*a_.cq, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRetryExceeded);
+  EXPECT_EQ(qa_->state(), QpState::kError);
+  munmap(box, sizeof(Mailbox));
+  // The dead process never closed the device: the launcher's cleanup.
+  Unpair();
+  EXPECT_TRUE(RemoveSoftDevice(key_).ok());
+}
+
 }  // namespace
 }  // namespace gexrt::ibv::verbs
