@@ -677,6 +677,7 @@ class SoftQp final : public QueuePair {
   void Progress();
   // The same, from a CQ poll of the context.
   void ProgressFromPoll() {
+    if (!waiting_.load(std::memory_order_relaxed)) return;
     std::lock_guard<std::mutex> g(mu_);
     if (waiting_) Progress();
   }
@@ -729,7 +730,8 @@ class SoftQp final : public QueuePair {
   uint64_t posted_ = 0;    // next sequence
   uint64_t executed_ = 0;  // sequences below this have run or flushed
   std::atomic<uint64_t> reclaimed_{0};
-  bool waiting_ = false;  // counted in ctx_->waiting_qps
+  // Counted in ctx_->waiting_qps; written under mu_, read without it.
+  std::atomic<bool> waiting_{false};
   uint32_t rnr_failures_ = 0;
   uint32_t timeouts_ = 0;
   uint64_t retry_at_ns_ = 0;

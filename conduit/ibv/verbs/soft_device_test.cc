@@ -1072,5 +1072,78 @@ TEST_F(SoftDeviceTest, APeerThatDiedIsATransportRetryError) {
   EXPECT_TRUE(RemoveSoftDevice(key_).ok());
 }
 
+TEST_F(SoftDeviceTest, ThreadsSendConcurrentlyIntoOneSrqAndCq) {
+  constexpr int kThreads = 2;
+  constexpr uint32_t kMessages = 500;
+  a_ = Node::Open(*provider_);
+  b_ = Node::Open(*provider_);
+  SrqInitAttr sa;
+  sa.max_wr = 64;
+  auto srq = *b_.pd->CreateSrq(sa);
+  std::vector<std::unique_ptr<CompletionQueue>> send_cqs;
+  std::vector<std::unique_ptr<QueuePair>> senders, receivers;
+  for (int i = 0; i < kThreads; ++i) {
+    send_cqs.push_back(std::move(*a_.ctx->CreateCq(64)));
+    QpInitAttr qa;
+    qa.send_cq = qa.recv_cq = send_cqs.back().get();
+    qa.max_send_wr = qa.max_recv_wr = 64;
+    qa.max_inline_data = 16;
+    senders.push_back(std::move(*a_.pd->CreateQp(qa)));
+    receivers.push_back(MakeQp(b_, QpType::kRc, 0, srq.get()));
+    ASSERT_TRUE(Connect(*senders[i], AddressOf(b_, *receivers[i], 0), 0).ok());
+    ASSERT_TRUE(Connect(*receivers[i], AddressOf(a_, *senders[i], 0), 0).ok());
+  }
+  std::vector<uint64_t> slots(64);
+  auto mr =
+      *b_.pd->RegisterMemory(slots.data(), slots.size() * 8, kAccessLocalWrite);
+  auto post = [&](uint64_t slot) {
+    Sge r{reinterpret_cast<uint64_t>(&slots[slot]), 8, mr->lkey()};
+    return srq->PostRecv(RecvWr{slot, &r, 1});
+  };
+  for (uint64_t k = 0; k < 64; ++k) ASSERT_TRUE(post(k).ok());
+
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (uint32_t k = 0; k < kMessages; ++k) {
+        uint64_t v = (uint64_t(i) << 32) | k;
+        Sge s{reinterpret_cast<uint64_t>(&v), 8, 0};
+        SendWr w;
+        w.wr_id = k;
+        w.flags = kSendInline | kSendSignaled;
+        w.sg_list = &s;
+        w.num_sge = 1;
+        if (!senders[i]->PostSend(w).ok()) ++failures;
+        auto c = PollN(*send_cqs[i], 1);
+        if (c.size() != 1 || c[0].status != WcStatus::kSuccess ||
+            c[0].wr_id != k) {
+          ++failures;
+        }
+      }
+    });
+  }
+  // Per sender, messages arrive in order.
+  uint32_t next[kThreads] = {};
+  for (uint32_t n = 0; n < kThreads * kMessages; ++n) {
+    auto c = PollN(*b_.cq, 1);
+    ASSERT_EQ(c.size(), 1u);
+    ASSERT_EQ(c[0].status, WcStatus::kSuccess);
+    uint64_t v = slots[c[0].wr_id];
+    int who = static_cast<int>(v >> 32);
+    ASSERT_LT(who, kThreads);
+    EXPECT_EQ(c[0].qp_num, receivers[who]->qp_num());
+    EXPECT_EQ(uint32_t(v), next[who]++);
+    ASSERT_TRUE(post(c[0].wr_id).ok());
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  mr.reset();
+  receivers.clear();
+  senders.clear();
+  send_cqs.clear();
+  srq.reset();
+}
+
 }  // namespace
 }  // namespace gexrt::ibv::verbs
