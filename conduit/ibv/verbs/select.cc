@@ -15,6 +15,10 @@ absl::StatusOr<Selection> Software(const std::string& job_key,
                                    std::string reason) {
   SoftDeviceOptions options;
   options.job_key = job_key;
+  absl::StatusOr<int64_t> count =
+      env::TryGetInt(kSoftwareDevicesVariable, 1, 1, kMaxSoftDevices);
+  if (!count.ok()) return count.status();
+  options.num_devices = static_cast<uint32_t>(*count);
   auto provider = MakeSoftProvider(options);
   if (!provider.ok()) return provider.status();
   return Selection{std::move(*provider), std::move(reason)};

@@ -5,6 +5,8 @@
 //   no   libibverbs, even if it finds no device (the conduit then says so);
 //   unset: libibverbs when ibv_get_device_list finds a device, else the
 //        software device.
+// GASNET_IBV_SOFTWARE_DEVICES (1..8, default 1): how many software devices
+// (gexsoft0, gexsoft1, ...) it lists, for multi-rail runs.
 // The software device only connects processes of one host: a conduit that
 // gets it for a job spanning hosts must refuse with a clear message
 // (Selection::reason says why it was chosen).
@@ -20,6 +22,8 @@
 namespace gexrt::ibv::verbs {
 
 inline constexpr char kSoftwareDeviceVariable[] = "GASNET_IBV_SOFTWARE_DEVICE";
+inline constexpr char kSoftwareDevicesVariable[] =
+    "GASNET_IBV_SOFTWARE_DEVICES";
 
 struct Selection {
   std::unique_ptr<Provider> provider;

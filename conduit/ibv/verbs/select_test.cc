@@ -29,6 +29,14 @@ TEST(SelectTest, TheSettingChoosesTheImplementation) {
 
   setenv(kSoftwareDeviceVariable, "yes", 1);
   EXPECT_FALSE(SelectProvider("bad key/").ok());
+
+  setenv(kSoftwareDevicesVariable, "2", 1);
+  s = SelectProvider("select-test");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->provider->ListDevices()->size(), 2u);
+  setenv(kSoftwareDevicesVariable, "9", 1);
+  EXPECT_FALSE(SelectProvider("select-test").ok());
+  unsetenv(kSoftwareDevicesVariable);
 }
 
 TEST(SelectTest, UnsetPicksHardwareWhenThereIsSome) {

@@ -232,9 +232,11 @@ struct ShmQp {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-uint64_t HashKey(const std::string& key) {
+// A device's GUID (and GID interface ID): the job key's and the index's.
+uint64_t DeviceHash(const std::string& key, uint32_t index) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  h = (h ^ index) * 1099511628211ull;
   return h;
 }
 
@@ -551,14 +553,15 @@ class SoftPd final : public ProtectionDomain {
 
 class SoftContext final : public Context {
  public:
-  SoftContext(const SoftDeviceOptions& options, uint8_t* base, size_t size,
-              uint32_t lid)
+  SoftContext(const SoftDeviceOptions& options, std::string name,
+              std::string shm_name, uint8_t* base, size_t size, uint32_t lid)
       : options_(options),
+        shm_name_(std::move(shm_name)),
         dev_(base, reinterpret_cast<DeviceHeader*>(base)),
         size_(size),
         lid_(lid),
         pid_(getpid()),
-        name_(kSoftDeviceName) {
+        name_(std::move(name)) {
     proc_ = dev_.Proc(lid);
     bump_ = dev_.ArenaOffset(lid) + ((sizeof(ProcHeader) + 63) & ~63ull);
     arena_end_ = dev_.ArenaOffset(lid) + dev_.header()->arena_bytes;
@@ -626,6 +629,7 @@ class SoftContext final : public Context {
 
  private:
   SoftDeviceOptions options_;
+  std::string shm_name_;
   Device dev_;
   size_t size_;
   uint32_t lid_;
@@ -1623,7 +1627,7 @@ SoftContext::~SoftContext() {
   DeviceHeader* h = dev_.header();
   bool last = h->attached.fetch_sub(1, std::memory_order_acq_rel) == 1;
   munmap(dev_.base(), size_);
-  if (last) shm_unlink(SoftDeviceShmName(options_.job_key).c_str());
+  if (last) shm_unlink(shm_name_.c_str());
 }
 
 SoftCq::~SoftCq() { ctx_->RemoveCq(this); }
@@ -1657,12 +1661,16 @@ class SoftProvider final : public Provider {
   explicit SoftProvider(const SoftDeviceOptions& options) : options_(options) {}
   std::string_view kind() const override { return "software"; }
   absl::StatusOr<std::vector<DeviceInfo>> ListDevices() override {
-    DeviceInfo d;
-    d.name = kSoftDeviceName;
-    d.node_guid = HashKey(options_.job_key);
-    d.num_ports = 1;
-    d.software = true;
-    return std::vector<DeviceInfo>{d};
+    std::vector<DeviceInfo> out;
+    for (uint32_t i = 0; i < options_.num_devices; ++i) {
+      DeviceInfo d;
+      d.name = absl::StrCat(kSoftDevicePrefix, i);
+      d.node_guid = DeviceHash(options_.job_key, i);
+      d.num_ports = 1;
+      d.software = true;
+      out.push_back(std::move(d));
+    }
+    return out;
   }
   absl::StatusOr<std::unique_ptr<Context>> Open(
       const std::string& device_name) override;
@@ -1673,12 +1681,20 @@ class SoftProvider final : public Provider {
 
 absl::StatusOr<std::unique_ptr<Context>> SoftProvider::Open(
     const std::string& device_name) {
-  if (device_name != kSoftDeviceName) {
-    return absl::NotFoundError(absl::StrCat("no verbs device '", device_name,
-                                            "' (the software device is '",
-                                            kSoftDeviceName, "')"));
+  uint32_t index = 0;
+  bool found = false;
+  for (uint32_t i = 0; i < options_.num_devices; ++i) {
+    if (device_name == absl::StrCat(kSoftDevicePrefix, i)) {
+      index = i;
+      found = true;
+    }
   }
-  const std::string name = SoftDeviceShmName(options_.job_key);
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat(
+        "no verbs device '", device_name, "' (the software devices are ",
+        kSoftDevicePrefix, "0..", options_.num_devices - 1, ")"));
+  }
+  const std::string name = SoftDeviceShmName(options_.job_key, index);
   const uint64_t header_bytes = (sizeof(DeviceHeader) + 4095) & ~4095ull;
   const uint64_t total =
       header_bytes + uint64_t{options_.max_procs} * options_.arena_bytes;
@@ -1731,7 +1747,7 @@ absl::StatusOr<std::unique_ptr<Context>> SoftProvider::Open(
     h->arena_bytes = options_.arena_bytes;
     h->arenas_offset = header_bytes;
     h->total_bytes = total;
-    h->key_hash = HashKey(options_.job_key);
+    h->key_hash = DeviceHash(options_.job_key, index);
     h->mtu = options_.mtu;
     h->max_inline = options_.max_inline_data;
     h->next_lid.store(1);
@@ -1762,7 +1778,7 @@ absl::StatusOr<std::unique_ptr<Context>> SoftProvider::Open(
   // Peers move data with process_vm_writev/readv into this process.
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   auto ctx = std::make_unique<SoftContext>(
-      options_, static_cast<uint8_t*>(base), size, lid);
+      options_, device_name, name, static_cast<uint8_t*>(base), size, lid);
   ProcHeader* p = ctx->proc();
   p->pid = getpid();
   p->lid = lid;
@@ -1783,8 +1799,8 @@ bool ValidKey(const std::string& key) {
 
 }  // namespace
 
-std::string SoftDeviceShmName(const std::string& job_key) {
-  return "/gexsoft-" + job_key;
+std::string SoftDeviceShmName(const std::string& job_key, uint32_t index) {
+  return absl::StrCat("/", kSoftDevicePrefix, index, "-", job_key);
 }
 
 absl::StatusOr<std::unique_ptr<Provider>> MakeSoftProvider(
@@ -1793,6 +1809,10 @@ absl::StatusOr<std::unique_ptr<Provider>> MakeSoftProvider(
     return absl::InvalidArgumentError(
         absl::StrCat("software device job key '", options.job_key,
                      "': 1-64 characters of [A-Za-z0-9_.-]"));
+  }
+  if (options.num_devices == 0 || options.num_devices > kMaxSoftDevices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_devices must be 1..", kMaxSoftDevices));
   }
   if (options.max_procs == 0 || options.max_procs > 4095) {
     return absl::InvalidArgumentError("max_procs must be 1..4095");
@@ -1808,9 +1828,12 @@ absl::StatusOr<std::unique_ptr<Provider>> MakeSoftProvider(
 }
 
 absl::Status RemoveSoftDevice(const std::string& job_key) {
-  if (shm_unlink(SoftDeviceShmName(job_key).c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat(
-        "shm_unlink ", SoftDeviceShmName(job_key), ": ", ErrnoText(errno)));
+  for (uint32_t i = 0; i < kMaxSoftDevices; ++i) {
+    std::string name = SoftDeviceShmName(job_key, i);
+    if (shm_unlink(name.c_str()) != 0 && errno != ENOENT) {
+      return absl::InternalError(
+          absl::StrCat("shm_unlink ", name, ": ", ErrnoText(errno)));
+    }
   }
   return absl::OkStatus();
 }

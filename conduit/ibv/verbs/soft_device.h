@@ -13,7 +13,9 @@
 //     does all the work (no target progress needed, like real RDMA); the
 //     initiator's own polling drives retries after RNR NAKs and timeouts.
 //
-// Its one device is named kSoftDeviceName, with one port.
+// Its devices are named gexsoft0, gexsoft1, ... (SoftDeviceOptions::
+// num_devices of them, one port each, one shared object each), so that
+// multi-rail code has several HCAs to open.
 #ifndef GEX_CONDUIT_IBV_VERBS_SOFT_DEVICE_H_
 #define GEX_CONDUIT_IBV_VERBS_SOFT_DEVICE_H_
 
@@ -27,12 +29,16 @@
 
 namespace gexrt::ibv::verbs {
 
-inline constexpr char kSoftDeviceName[] = "gexsoft0";
+inline constexpr char kSoftDevicePrefix[] = "gexsoft";
+inline constexpr char kSoftDeviceName[] = "gexsoft0";  // the first
+inline constexpr uint32_t kMaxSoftDevices = 8;
 
 struct SoftDeviceOptions {
   // Names the device instance: every process of one job passes the same
   // key ([A-Za-z0-9_.-], at most 64 characters).
   std::string job_key;
+  // How many devices the provider lists (1 .. kMaxSoftDevices).
+  uint32_t num_devices = 1;
   // The most processes (contexts) that may open the device, and the shared
   // memory each gets for its queues (sparse: untouched pages cost nothing).
   uint32_t max_procs = 64;
@@ -46,12 +52,13 @@ struct SoftDeviceOptions {
 absl::StatusOr<std::unique_ptr<Provider>> MakeSoftProvider(
     const SoftDeviceOptions& options);
 
-// The shared-memory object's name for `job_key` ("/gexsoft-<key>").
-std::string SoftDeviceShmName(const std::string& job_key);
+// The shared-memory object of device `index` for `job_key`
+// ("/gexsoft<index>-<key>").
+std::string SoftDeviceShmName(const std::string& job_key, uint32_t index = 0);
 
-// Removes the device's shared-memory object (normally the last context to
-// close removes it; this is for a launcher cleaning up after a crash).
-// OK when there was none.
+// Removes the shared-memory objects of every device of `job_key` (normally
+// the last context to close a device removes its object; this is for a
+// launcher cleaning up after a crash). OK when there were none.
 absl::Status RemoveSoftDevice(const std::string& job_key);
 
 }  // namespace gexrt::ibv::verbs

@@ -179,8 +179,10 @@ class SoftDeviceTest : public ::testing::Test {
   void TearDown() override {
     Unpair();
     // The last context to close removes the object: nothing is left.
-    std::string path = "/dev/shm" + SoftDeviceShmName(key_);
-    EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " left behind";
+    for (uint32_t i = 0; i < kMaxSoftDevices; ++i) {
+      std::string path = "/dev/shm" + SoftDeviceShmName(key_, i);
+      EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " left behind";
+    }
     (void)RemoveSoftDevice(key_);
   }
 
@@ -1143,6 +1145,36 @@ TEST_F(SoftDeviceTest, ThreadsSendConcurrentlyIntoOneSrqAndCq) {
   senders.clear();
   send_cqs.clear();
   srq.reset();
+}
+
+TEST_F(SoftDeviceTest, SeveralDevicesForMultiRail) {
+  SoftDeviceOptions o;
+  o.job_key = key_;
+  o.num_devices = 2;
+  o.max_procs = 4;
+  o.arena_bytes = 4 << 20;
+  auto provider = std::move(*MakeSoftProvider(o));
+  auto devices = *provider->ListDevices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].name, "gexsoft0");
+  EXPECT_EQ(devices[1].name, "gexsoft1");
+  EXPECT_NE(devices[0].node_guid, devices[1].node_guid);
+  EXPECT_FALSE(provider->Open("gexsoft2").ok());
+  auto d0 = std::move(*provider->Open("gexsoft0"));
+  auto d1 = std::move(*provider->Open("gexsoft1"));
+  EXPECT_EQ(d1->name(), "gexsoft1");
+  // Separate devices: each numbers its LIDs from 1, GIDs differ.
+  EXPECT_EQ(d0->QueryPort(1)->lid, 1);
+  EXPECT_EQ(d1->QueryPort(1)->lid, 1);
+  EXPECT_NE(d0->QueryPort(1)->gid, d1->QueryPort(1)->gid);
+  std::string path1 = "/dev/shm" + SoftDeviceShmName(key_, 1);
+  EXPECT_EQ(access(path1.c_str(), F_OK), 0);
+  d0.reset();
+  d1.reset();
+  EXPECT_NE(access(path1.c_str(), F_OK), 0);
+  SoftDeviceOptions bad = o;
+  bad.num_devices = kMaxSoftDevices + 1;
+  EXPECT_FALSE(MakeSoftProvider(bad).ok());
 }
 
 }  // namespace
