@@ -1695,6 +1695,18 @@ absl::StatusOr<std::unique_ptr<Context>> SoftProvider::Open(
         kSoftDevicePrefix, "0..", options_.num_devices - 1, ")"));
   }
   const std::string name = SoftDeviceShmName(options_.job_key, index);
+  // Data moves with cross-memory attach; where a sandbox (seccomp, a
+  // container) forbids it, say so now rather than fail every operation.
+  {
+    uint64_t probe_src = 0x5eed, probe_dst = 0;
+    iovec l{&probe_dst, 8}, r{&probe_src, 8};
+    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != 8) {
+      return absl::UnavailableError(
+          absl::StrCat("the software device needs cross-memory attach "
+                       "(process_vm_readv), which fails here: ",
+                       ErrnoText(errno)));
+    }
+  }
   const uint64_t header_bytes = (sizeof(DeviceHeader) + 4095) & ~4095ull;
   const uint64_t total =
       header_bytes + uint64_t{options_.max_procs} * options_.arena_bytes;

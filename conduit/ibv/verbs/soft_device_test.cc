@@ -1177,5 +1177,36 @@ TEST_F(SoftDeviceTest, SeveralDevicesForMultiRail) {
   EXPECT_FALSE(MakeSoftProvider(bad).ok());
 }
 
+TEST_F(SoftDeviceTest, LargeTransfersAcrossSeveralSges) {
+  Pair();
+  constexpr size_t kBytes = size_t{4} << 20;
+  std::vector<uint8_t> src(kBytes), dst(kBytes + 64, 0);
+  std::mt19937 rng(7);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  auto smr = *a_.pd->RegisterMemory(src.data(), kBytes, kAccessLocalWrite);
+  auto dmr = *b_.pd->RegisterMemory(
+      dst.data(), dst.size(),
+      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+  // Two SGEs gathered into one remote range.
+  Sge s[2] = {{reinterpret_cast<uint64_t>(src.data()), kBytes / 2, smr->lkey()},
+              {reinterpret_cast<uint64_t>(src.data()) + kBytes / 2, kBytes / 2,
+               smr->lkey()}};
+  SendWr w =
+      Write(1, s, reinterpret_cast<uint64_t>(dst.data()) + 64, dmr->rkey());
+  w.num_sge = 2;
+  ASSERT_TRUE(qa_->PostSend(w).ok());
+  ASSERT_EQ(PollN(*a_.cq, 1).at(0).status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(dst.data() + 64, src.data(), kBytes), 0);
+  // And read back, scattered into two SGEs.
+  std::fill(src.begin(), src.end(), 0);
+  w.opcode = Opcode::kRdmaRead;
+  ASSERT_TRUE(qa_->PostSend(w).ok());
+  auto c = PollN(*a_.cq, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[0].byte_len, kBytes);
+  EXPECT_EQ(std::memcmp(dst.data() + 64, src.data(), kBytes), 0);
+}
+
 }  // namespace
 }  // namespace gexrt::ibv::verbs
