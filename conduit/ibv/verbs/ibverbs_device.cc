@@ -614,6 +614,7 @@ class IbvContext final : public Context {
                         IBV_ODP_SUPPORT_READ)) ==
                           (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
                            IBV_ODP_SUPPORT_READ);
+    a.xrc_supported = (d.device_cap_flags & IBV_DEVICE_XRC) != 0;
     a.phys_port_cnt = d.phys_port_cnt;
     a.max_inline_data = ProbeInline();
     return a;

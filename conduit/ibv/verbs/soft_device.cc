@@ -1560,6 +1560,7 @@ absl::StatusOr<DeviceAttr> SoftContext::QueryDevice() {
   a.max_inline_data = max_inline();
   a.atomic_cap = AtomicCap::kHca;
   a.odp_supported = false;
+  a.xrc_supported = false;
   a.phys_port_cnt = 1;
   return a;
 }

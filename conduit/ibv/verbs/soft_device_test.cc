@@ -235,6 +235,7 @@ TEST_F(SoftDeviceTest, ListsOneDeviceAndQueriesIt) {
   EXPECT_EQ(attr->max_inline_data, 128u);
   EXPECT_EQ(attr->atomic_cap, AtomicCap::kHca);
   EXPECT_FALSE(attr->odp_supported);
+  EXPECT_FALSE(attr->xrc_supported);
   auto port = n.ctx->QueryPort(1);
   ASSERT_TRUE(port.ok());
   EXPECT_EQ(port->state, PortState::kActive);

@@ -62,6 +62,9 @@ struct DeviceAttr {
   uint32_t max_inline_data = 0;
   AtomicCap atomic_cap = AtomicCap::kNone;
   bool odp_supported = false;  // on-demand paging for RC send/write/read
+  // XRC (eXtended Reliable Connection) domains; the interface has no XRC
+  // objects yet, so a conduit asked for XRC uses RC with an SRQ instead.
+  bool xrc_supported = false;
   uint8_t phys_port_cnt = 0;
 };
 
