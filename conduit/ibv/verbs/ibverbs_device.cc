@@ -326,6 +326,12 @@ class IbvSrq final : public SharedReceiveQueue {
     int rc = ibv_post_srq_recv(srq_, &w, &bad);
     return rc == 0 ? absl::OkStatus() : VerbsError("ibv_post_srq_recv", rc);
   }
+  absl::Status ArmLimit(uint32_t limit) override {
+    ibv_srq_attr attr{};
+    attr.srq_limit = limit;
+    int rc = ibv_modify_srq(srq_, &attr, IBV_SRQ_LIMIT);
+    return rc == 0 ? absl::OkStatus() : VerbsError("ibv_modify_srq", rc);
+  }
   ibv_srq* raw() const { return srq_; }
 
  private:
@@ -550,7 +556,9 @@ class IbvPd final : public ProtectionDomain {
     init.attr.max_sge = a.max_sge;
     ibv_srq* srq = ibv_create_srq(pd_, &init);
     if (srq == nullptr) return VerbsError("ibv_create_srq", errno);
-    return std::unique_ptr<SharedReceiveQueue>(new IbvSrq(srq));
+    auto out = std::make_unique<IbvSrq>(srq);
+    srq->srq_context = out.get();  // for SRQ events
+    return std::unique_ptr<SharedReceiveQueue>(out.release());
   }
 
   absl::StatusOr<std::unique_ptr<AddressHandle>> CreateAddressHandle(
@@ -678,6 +686,11 @@ class IbvContext final : public Context {
     switch (e.event_type) {
       case IBV_EVENT_CQ_ERR:
         out.cq = static_cast<const CompletionQueue*>(e.element.cq->cq_context);
+        break;
+      case IBV_EVENT_SRQ_ERR:
+      case IBV_EVENT_SRQ_LIMIT_REACHED:
+        out.srq =
+            static_cast<const SharedReceiveQueue*>(e.element.srq->srq_context);
         break;
       case IBV_EVENT_PORT_ACTIVE:
       case IBV_EVENT_PORT_ERR:

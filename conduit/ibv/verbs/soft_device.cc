@@ -208,6 +208,8 @@ struct ShmRq {
   SpinLock lock;
   uint32_t capacity;
   uint32_t max_sge;
+  uint32_t owner_lid;  // SRQs: who gets kSrqLimitReached
+  uint32_t limit;      // SRQs: armed while nonzero (one-shot, as verbs)
   uint64_t head;
   uint64_t tail;
   ShmRecv entries[];  // capacity
@@ -499,7 +501,17 @@ class SoftAh final : public AddressHandle {
 class SoftSrq final : public SharedReceiveQueue {
  public:
   SoftSrq(SoftContext* ctx, ShmRq* rq) : ctx_(ctx), rq_(rq) {}
+  ~SoftSrq() override;
   absl::Status PostRecv(const RecvWr& wr) override;
+  absl::Status ArmLimit(uint32_t limit) override {
+    if (limit > rq_->capacity) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "SRQ limit %u exceeds its %u WRs", limit, rq_->capacity));
+    }
+    std::lock_guard<SpinLock> g(rq_->lock);
+    rq_->limit = limit;
+    return absl::OkStatus();
+  }
   ShmRq* rq() const { return rq_; }
 
  private:
@@ -614,6 +626,14 @@ class SoftContext final : public Context {
     std::lock_guard<std::mutex> g(mu_);
     cqs_[dev_.Off(cq->shm())] = cq;
   }
+  void AddSrq(SoftSrq* srq) {
+    std::lock_guard<std::mutex> g(mu_);
+    srqs_[dev_.Off(srq->rq())] = srq;
+  }
+  void RemoveSrq(SoftSrq* srq) {
+    std::lock_guard<std::mutex> g(mu_);
+    srqs_.erase(dev_.Off(srq->rq()));
+  }
   void RemoveCq(SoftCq* cq) {
     std::lock_guard<std::mutex> g(mu_);
     cqs_.erase(dev_.Off(cq->shm()));
@@ -646,6 +666,7 @@ class SoftContext final : public Context {
     new std::atomic<SoftQp*>[ kMaxQps + 1 ]()
   };
   std::unordered_map<uint64_t, SoftCq*> cqs_;
+  std::unordered_map<uint64_t, SoftSrq*> srqs_;
 };
 
 // ---- queue pairs
@@ -1018,6 +1039,11 @@ WcStatus SoftQp::DeliverRecv(ShmQp* t, ProcHeader* tp, const Pending& p,
     }
     r = rq->entries[rq->head % rq->capacity];
     ++rq->head;
+    if (rq->limit != 0 && rq->tail - rq->head < rq->limit) {
+      rq->limit = 0;
+      PostEvent(dev, rq->owner_lid, AsyncEventType::kSrqLimitReached, 0,
+                dev.Off(rq));
+    }
   }
   *rnr = false;
   ShmCq* cq = dev.At<ShmCq>(t->recv_cq_off);
@@ -1444,7 +1470,10 @@ absl::StatusOr<std::unique_ptr<SharedReceiveQueue>> SoftPd::CreateSrq(
   ShmRq* rq = ctx_->dev().At<ShmRq>(off);
   rq->capacity = attr.max_wr;
   rq->max_sge = attr.max_sge;
-  return std::unique_ptr<SharedReceiveQueue>(new SoftSrq(ctx_, rq));
+  rq->owner_lid = ctx_->lid();
+  auto srq = std::make_unique<SoftSrq>(ctx_, rq);
+  ctx_->AddSrq(srq.get());
+  return std::unique_ptr<SharedReceiveQueue>(srq.release());
 }
 
 absl::StatusOr<std::unique_ptr<QueuePair>> SoftPd::CreateQp(
@@ -1620,6 +1649,11 @@ std::optional<AsyncEvent> SoftContext::PollAsyncEvent() {
     auto it = cqs_.find(e.cq_off);
     out.cq = it == cqs_.end() ? nullptr : it->second;
   }
+  if (out.type == AsyncEventType::kSrqLimitReached) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = srqs_.find(e.cq_off);
+    out.srq = it == srqs_.end() ? nullptr : it->second;
+  }
   return out;
 }
 
@@ -1632,6 +1666,7 @@ SoftContext::~SoftContext() {
 }
 
 SoftCq::~SoftCq() { ctx_->RemoveCq(this); }
+SoftSrq::~SoftSrq() { ctx_->RemoveSrq(this); }
 
 absl::StatusOr<size_t> SoftCq::Poll(std::span<Completion> out) {
   if (ctx_->waiting_qps.load(std::memory_order_relaxed) > 0) {

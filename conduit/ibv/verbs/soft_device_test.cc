@@ -709,7 +709,13 @@ TEST_F(SoftDeviceTest, SrqIsSharedBySeveralQps) {
     Sge r{reinterpret_cast<uint64_t>(&slots[i]), 4, mr->lkey()};
     ASSERT_TRUE(srq->PostRecv(RecvWr{uint64_t(i), &r, 1}).ok());
   }
+  EXPECT_FALSE(srq->ArmLimit(17).ok());  // more than the SRQ holds
+  ASSERT_TRUE(srq->ArmLimit(2).ok());
   for (int i = 2; i >= 0; --i) {
+    if (i == 1) {
+      // One receive taken, two left: not below the limit yet.
+      EXPECT_FALSE(b_.ctx->PollAsyncEvent().has_value());
+    }
     uint32_t v = 100 + i;
     Sge s{reinterpret_cast<uint64_t>(&v), 4, 0};
     SendWr w;
@@ -720,6 +726,12 @@ TEST_F(SoftDeviceTest, SrqIsSharedBySeveralQps) {
   }
   auto got = PollN(*b_.cq, 3);
   ASSERT_EQ(got.size(), 3u);
+  // Fewer than 2 left: the limit event, once.
+  auto e = b_.ctx->PollAsyncEvent();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->type, AsyncEventType::kSrqLimitReached);
+  EXPECT_EQ(e->srq, srq.get());
+  EXPECT_FALSE(b_.ctx->PollAsyncEvent().has_value());
   // SRQ receives are taken in posting order, by whichever QP came first.
   for (int k = 0; k < 3; ++k) {
     EXPECT_EQ(got[k].wr_id, uint64_t(k));

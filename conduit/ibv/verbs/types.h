@@ -284,9 +284,10 @@ enum class AsyncEventType : uint8_t {
 
 struct AsyncEvent {
   AsyncEventType type = AsyncEventType::kOther;
-  uint32_t qp_num = 0;                  // QP events
-  const CompletionQueue* cq = nullptr;  // kCqError
-  uint8_t port = 0;                     // port events
+  uint32_t qp_num = 0;                      // QP events
+  const CompletionQueue* cq = nullptr;      // kCqError
+  const SharedReceiveQueue* srq = nullptr;  // kSrqLimitReached, kSrqError
+  uint8_t port = 0;                         // port events
 };
 
 // Counters only the software device keeps (the conduit's tests assert on

@@ -124,6 +124,10 @@ class SharedReceiveQueue {
   virtual ~SharedReceiveQueue() = default;
   // As QueuePair::PostRecv; any QP attached to the SRQ may consume it.
   virtual absl::Status PostRecv(const RecvWr& wr) = 0;
+  // Arms the limit event: once fewer than `limit` receives remain posted,
+  // one kSrqLimitReached async event (then disarmed, as in verbs). 0
+  // disarms.
+  virtual absl::Status ArmLimit(uint32_t limit) = 0;
 };
 
 class QueuePair {
