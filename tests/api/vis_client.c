@@ -28,9 +28,10 @@
  *           0 on the source, negative strides (reflection), a transpose,
  *           stridelevels 0, elemsz 0 and a zero count, a shape larger
  *           than one AM, and unaligned elements of whole 64-byte blocks
- *           (copied block by block on the direct path). Prints "rank R: shapes ok ops=K direct=D" (D: NB
- *           calls that moved data and returned GEX_EVENT_INVALID, which
- *           only the direct path does).
+ *           (copied block by block on the direct path). Prints
+ *           "rank R: shapes ok ops=K direct=D" (D: NB calls that moved
+ *           data and returned GEX_EVENT_INVALID, which only the direct
+ *           path does).
  *   peer    Peer completion: each rank arms a handler (a 0-argument Medium
  *           Reply handler carrying a payload) before each of a series of
  *           Puts (every shape and form) to the next rank, each writing its
