@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/pmix/pmix_checks.h"
 #include "tests/pmix/pmix_testing.h"
 #include "tests/testing/job_runner.h"
 
@@ -76,20 +77,6 @@ PmixJobResult RunClient(const std::string& client, int n,
   spec.env.push_back("GASNET_SUPERNODE_MAXSIZE");
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   return RunPmixJob(spec);
-}
-
-std::string Describe(const PmixJobResult& r) {
-  return absl::StrFormat("command: %s\nexit code: %d\nstdout:\n%s\nstderr:\n%s",
-                         r.command, r.exit_code, r.out, r.err);
-}
-
-// Shared-memory objects of the job named by "GEX_JOB_ID=<id>".
-std::vector<std::string> ShmLeft(const std::string& job_id_env) {
-  std::string prefix = "GASNT";
-  for (char c : job_id_env.substr(job_id_env.find('=') + 1)) {
-    if (std::isalnum(static_cast<unsigned char>(c))) prefix.push_back(c);
-  }
-  return EntriesWithPrefix("/dev/shm", prefix + ".");
 }
 
 #define SKIP_WITHOUT_LAUNCHER() \
@@ -259,66 +246,24 @@ TEST(PmixBootstrapTest, AbortEndsTheJob) {
   EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
 }
 
-// Exit paths at 4 ranks (the exiter is rank 3).
-class PmixExitJobTest : public ::testing::Test {
- protected:
-  PmixJobResult RunExit(const std::string& mode, int code) {
-    job_id_ = NewTestJobId();
-    return RunClient("exit_client", 4, {mode, absl::StrCat(code)}, {job_id_});
-  }
-  void ExpectClean(const PmixJobResult& r) {
-    EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
-    EXPECT_THAT(ShmLeft(job_id_), ::testing::IsEmpty()) << Describe(r);
-  }
-  std::string job_id_;
-};
+// Exit paths at 4 ranks (the exiter is rank 3): the job ends with the
+// right code, and nothing of it is left.
+class PmixExitJobTest : public ::testing::TestWithParam<ExitCase> {};
 
-TEST_F(PmixExitJobTest, CollectiveExitCodeAndWholeLines) {
+TEST_P(PmixExitJobTest, EndsAsItShouldAndLeavesNothing) {
   SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("collective", 3);
-  EXPECT_EQ(r.exit_code, 3) << Describe(r);
-  // The lines each rank left in its stdio buffer arrive, whole.
-  for (int rank = 0; rank < 4; ++rank) {
-    for (int k = 0; k < 3; ++k) {
-      EXPECT_THAT(r.out,
-                  HasSubstr(absl::StrFormat("rank %d line %d\n", rank, k)))
-          << Describe(r);
-    }
-  }
-  ExpectClean(r);
+  const ExitCase& c = GetParam();
+  const std::string job_id = NewTestJobId();
+  PmixJobResult r = RunClient("exit_client", kExitRanks,
+                              {c.mode, absl::StrCat(c.code)}, {job_id});
+  ExpectExitOutcome(r, c, job_id);
 }
 
-TEST_F(PmixExitJobTest, CollectiveExitZero) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("collective", 0);
-  EXPECT_EQ(r.exit_code, 0) << Describe(r);
-  ExpectClean(r);
-}
-
-// gasnet_exit(3) on one rank while the others poll: the exit protocol (over
-// AMs) takes the others down with the same code.
-TEST_F(PmixExitJobTest, OneRankGasnetExit) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("spin", 3);
-  EXPECT_EQ(r.exit_code, 3) << Describe(r);
-  ExpectClean(r);
-}
-
-// exit(3) behind GASNet's back: the launcher sees a rank fail and ends the
-// job; nonzero, nothing survives.
-TEST_F(PmixExitJobTest, OneRankExitsThree) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("exit-one", 3);
-  EXPECT_NE(r.exit_code, 0) << Describe(r);
-  ExpectClean(r);
-}
-
-TEST_F(PmixExitJobTest, OneRankKilled) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("sigkill", 9);
-  EXPECT_NE(r.exit_code, 0) << Describe(r);
-  ExpectClean(r);
-}
+INSTANTIATE_TEST_SUITE_P(Paths, PmixExitJobTest,
+                         ::testing::ValuesIn(ExitCases()),
+                         [](const auto& info) {
+                           return ExitCaseName(info.param);
+                         });
 
 // gasnetrun_smp -spawner=pmi hands the job to this binary's launcher: the
 // default template picks srun when SLURM_CONF names the cluster's

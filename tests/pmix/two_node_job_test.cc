@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/pmix/pmix_checks.h"
 #include "tests/pmix/pmix_testing.h"
 #include "tests/testing/job_runner.h"
 
@@ -104,20 +105,6 @@ PmixJobSpec Job(const std::vector<std::string>& launcher,
   if (g_cluster != nullptr) spec.env.push_back(g_cluster->ConfEnv());
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   return spec;
-}
-
-std::string Describe(const PmixJobResult& r) {
-  return absl::StrFormat("command: %s\nexit code: %d\nstdout:\n%s\nstderr:\n%s",
-                         r.command, r.exit_code, r.out, r.err);
-}
-
-// Shared-memory objects of the job named by "GEX_JOB_ID=<id>".
-std::vector<std::string> ShmLeft(const std::string& job_id_env) {
-  std::string prefix = "GASNT";
-  for (char c : job_id_env.substr(job_id_env.find('=') + 1)) {
-    if (std::isalnum(static_cast<unsigned char>(c))) prefix.push_back(c);
-  }
-  return EntriesWithPrefix("/dev/shm", prefix + ".");
 }
 
 // The node as the bootstrap sees it: ranks 0..n/2-1 on host 0, the rest on
@@ -252,65 +239,27 @@ INSTANTIATE_TEST_SUITE_P(Ucx, TwoNodeUcxTest,
                          [](const auto& info) { return info.param.client; });
 
 // Exit paths across the nodes over ofi, at 4 ranks (the exiter is rank 3,
-// on the second node).
-class TwoNodeExitTest : public ::testing::Test {
- protected:
-  PmixJobResult RunExit(const std::string& mode, int code) {
-    job_id_ = NewTestJobId();
-    std::vector<std::string> env = kOfiEnv;
-    env.push_back(job_id_);
-    return RunPmixJob(Job(AcrossNodes(4), "tests/pmix/exit_client_pmix_ofi",
-                          {mode, absl::StrCat(code)}, env));
-  }
-  // Every rank got as far as the exit (each prints its job line once its
-  // segment is attached), and nothing of the job is left.
-  void ExpectClean(const PmixJobResult& r) {
-    for (int rank = 0; rank < 4; ++rank) {
-      EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("rank %d: job=", rank)))
-          << Describe(r);
-    }
-    EXPECT_THAT(r.survivors, IsEmpty()) << Describe(r);
-    EXPECT_THAT(ShmLeft(job_id_), IsEmpty()) << Describe(r);
-  }
-  std::string job_id_;
-};
+// on the second node): gasnet_exit's exit protocol reaches the other node
+// over ofi; the launcher ends a job whose rank fails.
+class TwoNodeExitTest : public ::testing::TestWithParam<ExitCase> {};
 
-TEST_F(TwoNodeExitTest, CollectiveExitCodeAndWholeLines) {
+TEST_P(TwoNodeExitTest, EndsAsItShouldAndLeavesNothing) {
   SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("collective", 3);
-  EXPECT_EQ(r.exit_code, 3) << Describe(r);
-  for (int rank = 0; rank < 4; ++rank) {
-    for (int k = 0; k < 3; ++k) {
-      EXPECT_THAT(r.out,
-                  HasSubstr(absl::StrFormat("rank %d line %d\n", rank, k)))
-          << Describe(r);
-    }
-  }
-  ExpectClean(r);
+  const ExitCase& c = GetParam();
+  const std::string job_id = NewTestJobId();
+  std::vector<std::string> env = kOfiEnv;
+  env.push_back(job_id);
+  PmixJobResult r =
+      RunPmixJob(Job(AcrossNodes(kExitRanks), "tests/pmix/exit_client_pmix_ofi",
+                     {c.mode, absl::StrCat(c.code)}, env));
+  ExpectExitOutcome(r, c, job_id);
 }
 
-// gasnet_exit(3) on rank 3 while the others poll: the exit protocol
-// reaches the other node over ofi and ends every rank with the code.
-TEST_F(TwoNodeExitTest, OneRankGasnetExit) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("spin", 3);
-  EXPECT_EQ(r.exit_code, 3) << Describe(r);
-  ExpectClean(r);
-}
-
-TEST_F(TwoNodeExitTest, OneRankExitsThree) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("exit-one", 3);
-  EXPECT_NE(r.exit_code, 0) << Describe(r);
-  ExpectClean(r);
-}
-
-TEST_F(TwoNodeExitTest, OneRankKilled) {
-  SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r = RunExit("sigkill", 9);
-  EXPECT_NE(r.exit_code, 0) << Describe(r);
-  ExpectClean(r);
-}
+INSTANTIATE_TEST_SUITE_P(Paths, TwoNodeExitTest,
+                         ::testing::ValuesIn(ExitCases()),
+                         [](const auto& info) {
+                           return ExitCaseName(info.param);
+                         });
 
 // gasnetrun_ofi -spawner=pmi -N 2 -n 4 hands the job to the launcher with
 // the node count: srun's default template (-N %N), or under mpirun a
