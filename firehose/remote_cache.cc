@@ -108,36 +108,19 @@ absl::StatusOr<RemoteCache::Hold> RemoteCache::Acquire(uint32_t peer,
     }
 
     // Take in the victims the request overlaps, as far as one region can.
-    overlap_.clear();
-    table.Overlapping(lo, hi, &overlap_);
-    const size_t held_bytes = table.bytes() - table.victim_bytes();
-    const size_t held_regions = table.regions() - table.victims();
-    // Only victims can make room; merging must not take more than that.
-    const size_t room = held_bytes < limits_.max_bytes_per_peer
-                            ? limits_.max_bytes_per_peer - held_bytes
-                            : 0;
-    uintptr_t new_lo = lo;
-    uintptr_t new_hi = hi;
-    for (internal::Region* other : overlap_) {
-      if (!other->victim) continue;
-      const uintptr_t merged_lo = std::min(new_lo, other->base);
-      const uintptr_t merged_hi = std::max(new_hi, other->end());
-      if (merged_hi - merged_lo <= limits_.max_region_size &&
-          merged_hi - merged_lo <= room) {
-        new_lo = merged_lo;
-        new_hi = merged_hi;
-      }
-    }
-    const size_t need = new_hi - new_lo;
+    const internal::MissPlan plan = internal::PlanMiss(
+        table, lo, hi, limits_.max_bytes_per_peer, limits_.max_regions_per_peer,
+        limits_.max_region_size, &overlap_);
+    const uintptr_t new_lo = plan.lo;
+    const size_t need = plan.hi - plan.lo;
 
-    if (held_bytes + need > limits_.max_bytes_per_peer ||
-        held_regions + 1 > limits_.max_regions_per_peer) {
+    if (!plan.fits) {
       ++stats_.unavailable;
       return absl::UnavailableError(absl::StrFormat(
           "firehose: no room to pin [0x%x, +%d) at peer %d: %d bytes in %d "
           "regions there are held by operations in flight (limits: %d bytes, "
           "%d regions per peer); poll and retry",
-          new_lo, need, peer, held_bytes, held_regions,
+          new_lo, need, peer, plan.held_bytes, plan.held_regions,
           limits_.max_bytes_per_peer, limits_.max_regions_per_peer));
     }
     for (internal::Region* other : overlap_) {

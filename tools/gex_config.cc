@@ -6,8 +6,8 @@
 // It is the first demonstration program; it grows into the full settings
 // listing (every layer's table, like `ucx_info -f`) as layers arrive.
 //
-//   GASNET_PHYSMEM_MAX=5/8 GASNET_IBV_PORTS=mlx5_0+mlx5_1:2 \
-//       bazel run //tools:gex_config
+//   GASNET_PHYSMEM_MAX=5/8 GASNET_IBV_PORTS=mlx5_0+mlx5_1:2
+//       bazel run //tools:gex_config   (one command line)
 //
 // A malformed value ends the program with the fatal error a conduit would
 // give, naming the variable.

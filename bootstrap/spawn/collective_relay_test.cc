@@ -101,6 +101,7 @@ struct Recorder {
         [this](const std::string& frame) {
           to_parent.push_back(DecodeFrame(frame));
         },
+        nullptr,
     };
     if (ask) {
       outlet.ask_calls = [this](size_t child, uint32_t seq) {

@@ -163,4 +163,30 @@ void RegionTable::RemoveVictim(Region* region) {
   --victims_;
 }
 
+MissPlan PlanMiss(const RegionTable& table, uintptr_t lo, uintptr_t hi,
+                  size_t max_bytes, size_t max_regions, size_t max_region,
+                  std::vector<Region*>* overlap) {
+  overlap->clear();
+  table.Overlapping(lo, hi, overlap);
+  MissPlan plan;
+  plan.held_bytes = table.bytes() - table.victim_bytes();
+  plan.held_regions = table.regions() - table.victims();
+  const size_t room =
+      plan.held_bytes < max_bytes ? max_bytes - plan.held_bytes : 0;
+  plan.lo = lo;
+  plan.hi = hi;
+  for (const Region* other : *overlap) {
+    if (!other->victim) continue;
+    const uintptr_t merged_lo = std::min(plan.lo, other->base);
+    const uintptr_t merged_hi = std::max(plan.hi, other->end());
+    if (merged_hi - merged_lo <= max_region && merged_hi - merged_lo <= room) {
+      plan.lo = merged_lo;
+      plan.hi = merged_hi;
+    }
+  }
+  plan.fits = plan.held_bytes + (plan.hi - plan.lo) <= max_bytes &&
+              plan.held_regions + 1 <= max_regions;
+  return plan;
+}
+
 }  // namespace gexrt::firehose::internal

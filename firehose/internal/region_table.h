@@ -68,6 +68,28 @@ size_t ReserveBuckets(size_t max_bytes, size_t bucket_size, double scale,
 // Writes a GASNET_FIREHOSE_VERBOSE line: "firehose (proc N): <line>".
 void VerboseLine(std::string_view line);
 
+class RegionTable;
+
+// Where a miss on [lo, hi) (bucket-aligned) would pin, in a table whose
+// held (non-victim) regions and the new one may use at most `max_bytes` in
+// `max_regions`: the range grown over the victims it overlaps, as far as
+// one region of `max_region` bytes and the room beside the held regions
+// allow (only victims can make room, so merging never turns a request that
+// fits into one that does not). `overlap` gets the regions the range
+// overlaps; the caller evicts the victims among them before adding the new
+// region.
+struct MissPlan {
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+  size_t held_bytes = 0;
+  size_t held_regions = 0;
+  // The new region fits once every victim is gone.
+  bool fits = false;
+};
+MissPlan PlanMiss(const RegionTable& table, uintptr_t lo, uintptr_t hi,
+                  size_t max_bytes, size_t max_regions, size_t max_region,
+                  std::vector<Region*>* overlap);
+
 class RegionTable {
  public:
   // `bucket_size` is a power of two; `reserve_buckets` sizes the index.
