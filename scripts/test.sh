@@ -65,7 +65,7 @@ api_sanitized=$(bazel query \
   2>/dev/null)
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
   //tests/pshm/... //am/... //rma/... //exit/... //core/... //tests/core/...
-  //firehose/...
+  //firehose/... //conduit/ibv/...
   //api/... $api_sanitized //conduit/ofi/... //conduit/ucx/...
   //tests/api:am_job_test_ucx_tcp_sn1
   //examples/...
@@ -83,14 +83,14 @@ ubsan_api=(//tests/api:rma_job_test //tests/api:vis_job_test
   //tests/api:bad_input_job_test //tests/api:single_rank_test)
 run_bazel_tests --config=ubsan //base/... //bootstrap/... //pshm/... //am/... \
   //rma/... //exit/... //core/... //api/... //conduit/ofi/... //conduit/ucx/... \
-  "${ubsan_api[@]}" //tests/exit:exit_job_test_smp \
+  //firehose/... //conduit/ibv/... "${ubsan_api[@]}" //tests/exit:exit_job_test_smp \
   //tests/exit:exit_job_test_socket
 # The lock-free queue's threaded tests and the PAR-mode client (threads
 # sending and polling concurrently), under ThreadSanitizer.
 run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
   //tests/api:rma_job_test //rma:event_test //tests/api:cpp_job_test \
   //exit:protocol_test //core/testing:socket_conduit_test \
-  //firehose/... \
+  //firehose/... //conduit/ibv/verbs:soft_device_test \
   //tests/core:router_job_test
 
 run_check "layering check" bash tools/check_layers.sh
