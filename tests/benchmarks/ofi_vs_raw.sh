@@ -27,6 +27,10 @@ set -euo pipefail
 
 me="ofi_vs_raw"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# die, run, need, ratio, median, range (shared with the other same-run
+# script).
+# shellcheck source=tests/benchmarks/same_run.sh
+. "$root/tests/benchmarks/same_run.sh"
 
 usage() {
   cat <<EOF
@@ -43,11 +47,6 @@ usage: $0 [options]
   -k           keep every run's output and CSV (the directory is named)
   -h           this text
 EOF
-}
-
-die() {
-  echo "$me: $*" >&2
-  exit 1
 }
 
 provider='tcp;ofi_rxm'
@@ -133,29 +132,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# run NAME CMD...: runs one program under the time limit; on failure shows
-# its output and stops.
-run() {
-  local name="$1" rc=0
-  shift
-  timeout -k 10 "$limit" "$@" >"$work/$name.out" 2>&1 || rc=$?
-  if ((rc != 0)); then
-    cat "$work/$name.out" >&2
-    if ((rc == 124 || rc == 137)); then
-      die "$name: no result within $limit s (-t): $*"
-    fi
-    die "$name exited $rc: $*"
-  fi
-}
-
-# need NAME VALUE WHAT: VALUE must be a positive number.
-need() {
-  if [[ -z "$2" ]] || ! awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
-    cat "$work/$1.out" >&2
-    die "$1: no $3 in its output (above)"
-  fi
-}
-
 run_ours() {
   local r="$1" csv
   csv="$work/rma_$r.csv"
@@ -198,16 +174,6 @@ run_raw() {
   raw_completion="$(sed -n 's/^fi_raw_bench put8 .*completion=\([a-z]*\).*/\1/p' "$work/raw_$r.out")"
   raw_info="$(sed -n 's/^fi_raw_bench info //p' "$work/raw_$r.out")"
 }
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-
-# median VALUES...
-median() {
-  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-    END { if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
-          else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s .. %s", lo, hi }'; }
 
 declare -a ours_put ours_get ours_flood ours_bw raw_put raw_get raw_flood raw_bw
 declare -a r_put r_get r_flood r_bw

@@ -58,6 +58,10 @@ set -euo pipefail
 
 me="ucx_vs_perftest"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# die, run, need, ratio, median, range (shared with the other same-run
+# script).
+# shellcheck source=tests/benchmarks/same_run.sh
+. "$root/tests/benchmarks/same_run.sh"
 
 usage() {
   cat <<EOF
@@ -75,11 +79,6 @@ usage: $0 [options]
   -k           keep every run's output and CSV (the directory is named)
   -h           this text
 EOF
-}
-
-die() {
-  echo "$me: $*" >&2
-  exit 1
 }
 
 tls="tcp"
@@ -176,29 +175,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# run NAME CMD...: runs one program under the time limit; on failure shows
-# its output and stops.
-run() {
-  local name="$1" rc=0
-  shift
-  timeout -k 10 "$limit" "$@" >"$work/$name.out" 2>&1 || rc=$?
-  if ((rc != 0)); then
-    cat "$work/$name.out" >&2
-    if ((rc == 124 || rc == 137)); then
-      die "$name: no result within $limit s (-t): $*"
-    fi
-    die "$name exited $rc: $*"
-  fi
-}
-
-# need NAME VALUE WHAT: VALUE must be a positive number.
-need() {
-  if [[ -z "$2" ]] || ! awk -v v="$2" 'BEGIN { exit !(v + 0 > 0) }'; then
-    cat "$work/$1.out" >&2
-    die "$1: no $3 in its output (above)"
-  fi
-}
-
 # atomics NAME: rank 0's offloaded-atomics count from GASNET_UCX_STATS=1.
 atomics() {
   sed -n 's/^ucx: rank 0: .* atomics \([0-9]*\).*/\1/p' "$work/$1.out" | head -n 1
@@ -288,16 +264,6 @@ run_perftest() {
     need "pt_${t}_$r" "${o[r]}" "final CSV line (-f -v)"
   done
 }
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
-
-# median VALUES...
-median() {
-  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-    END { if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
-          else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s .. %s", lo, hi }'; }
 
 declare -a ours_am ours_put ours_get ours_fadd ours_fadd_am
 declare -a pt_am pt_put pt_get pt_fadd pt_am_med pt_put_med pt_get_med pt_fadd_med
