@@ -59,6 +59,24 @@ die() {
 }
 absolute() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
+# The start of a test that runs one launcher and client over the hosts:
+# skips without root, then takes its three arguments (the launcher, the
+# client, netns_ssh.sh; USAGE names them) as absolute paths in LAUNCHER,
+# CLIENT and SSH, each an executable file.
+#   take_programs "GASNETRUN_X X_CLIENT NETNS_SSH" "$@"
+take_programs() {
+  [ "$(id -u)" = 0 ] || skip "not root (network namespaces need root)"
+  local usage=$1 f
+  shift
+  [ $# -eq 3 ] || die "usage: $0 $usage"
+  LAUNCHER=$(absolute "$1")
+  CLIENT=$(absolute "$2")
+  SSH=$(absolute "$3")
+  for f in "$LAUNCHER" "$CLIENT" "$SSH"; do
+    [ -x "$f" ] || die "$f is not an executable file"
+  done
+}
+
 # Polls CONDITION (a command) until it succeeds, for at most 10 s.
 poll() {
   local deadline=$((SECONDS + 10))

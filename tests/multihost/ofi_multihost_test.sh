@@ -35,14 +35,7 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/netns_hosts.sh" ||
   { echo "FAIL: setup: cannot read netns_hosts.sh"; exit 1; }
 
-[ "$(id -u)" = 0 ] || skip "not root (network namespaces need root)"
-[ $# -eq 3 ] || die "usage: $0 GASNETRUN_OFI OFI_CLIENT NETNS_SSH"
-LAUNCHER=$(absolute "$1")
-CLIENT=$(absolute "$2")
-SSH=$(absolute "$3")
-for f in "$LAUNCHER" "$CLIENT" "$SSH"; do
-  [ -x "$f" ] || die "$f is not an executable file"
-done
+take_programs "GASNETRUN_OFI OFI_CLIENT NETNS_SSH" "$@"
 
 # Nothing from the caller's environment may choose another provider or
 # device (hosts_setup clears GASNET_*).
