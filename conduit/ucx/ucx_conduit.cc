@@ -899,6 +899,13 @@ const UcxConduit::RemoteSegment& UcxConduit::CheckRemote(const char* call,
         "UCX (job of %u; segments attached: %s)",
         call, rank, size_, segments_.empty() ? "no" : "yes");
   }
+  return CheckInSegment(call, rank, address, len);
+}
+
+const UcxConduit::RemoteSegment& UcxConduit::CheckInSegment(const char* call,
+                                                            Rank rank,
+                                                            const void* address,
+                                                            size_t len) const {
   const RemoteSegment& s = segments_[rank];
   const uint64_t a = reinterpret_cast<uint64_t>(address);
   if (a < s.base || len > s.size || a - s.base > s.size - len) {
@@ -1098,14 +1105,13 @@ bool UcxConduit::Atomic(Rank rank, void* target, const core::AtomicOp& op,
   }
   const uint32_t size = static_cast<uint32_t>(rma::DtSize(op.dt));
   const uint64_t address = reinterpret_cast<uint64_t>(target);
-  const RemoteSegment& seg = segments_[rank];
-  if (rank >= atomic_eps_.size() || atomic_rkeys_[rank] == nullptr ||
-      address < seg.base || address - seg.base > seg.size - size) {
+  if (rank >= atomic_eps_.size() || atomic_rkeys_[rank] == nullptr) {
     FatalErrorF(
-        "ucx conduit: a remote atomic on [%p, +%u) outside rank %u's "
-        "segment, or before PrepareAtomics",
-        target, size, rank);
+        "ucx conduit: a remote atomic: rank %u has no segment this rank can "
+        "reach over UCX (job of %u; PrepareAtomics %s)",
+        rank, size_, atomic_eps_.empty() ? "not run" : "run");
   }
+  CheckInSegment("a remote atomic", rank, target, size);
   unsigned char* buffer =
       TakeBuffer(*atomic_pool_, immediate, /*replies_only=*/false);
   if (buffer == nullptr) return false;

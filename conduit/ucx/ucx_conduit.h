@@ -158,6 +158,11 @@ class UcxConduit final : public core::Conduit {
   void CloseEndpoint(ucp_ep_h& ep);
   const RemoteSegment& CheckRemote(const char* call, Rank rank,
                                    const void* address, size_t len) const;
+  // `rank`'s segment, once [address, +len) is known to lie in it (fatal
+  // otherwise, naming `call`); CheckRemote first checks that Put and Get
+  // reach it.
+  const RemoteSegment& CheckInSegment(const char* call, Rank rank,
+                                      const void* address, size_t len) const;
   ucp_ep_h EndpointOf(Rank rank) const;
 
   template <typename Poll>
