@@ -536,6 +536,22 @@ inline void CopyBlocks(unsigned char* dst, const unsigned char* src, size_t n) {
   for (size_t o = 0; o < n; o += 64) __builtin_memcpy(dst + o, src + o, 64);
 }
 
+// Runs `copy(dst, src)` on each element of one level, from `local` to
+// `remote` for a Put and back for a Get.
+template <bool kPut, typename Copy>
+void ForEachElement(const Level& l, unsigned char* local, unsigned char* remote,
+                    Copy copy) {
+  for (size_t i = 0; i < l.count; ++i) {
+    if (kPut) {
+      copy(remote, local);
+    } else {
+      copy(local, remote);
+    }
+    local += l.local;
+    remote += l.remote;
+  }
+}
+
 // One level of elements: `count` copies of `elemsz` bytes (N when not 0: a
 // constant the compiler turns into a few vector moves instead of a call;
 // otherwise whole 64-byte blocks where the size allows).
@@ -544,25 +560,15 @@ void CopyRow(const Level& l, size_t elemsz, unsigned char* local,
              unsigned char* remote) {
   const size_t n = N != 0 ? N : elemsz;
   if (N == 0 && n % 64 == 0) {
-    for (size_t i = 0; i < l.count; ++i) {
-      if (kPut) {
-        CopyBlocks(remote, local, n);
-      } else {
-        CopyBlocks(local, remote, n);
-      }
-      local += l.local;
-      remote += l.remote;
-    }
-    return;
-  }
-  for (size_t i = 0; i < l.count; ++i) {
-    if (kPut) {
-      std::memcpy(remote, local, n);
-    } else {
-      std::memcpy(local, remote, n);
-    }
-    local += l.local;
-    remote += l.remote;
+    ForEachElement<kPut>(l, local, remote,
+                         [n](unsigned char* dst, const unsigned char* src) {
+                           CopyBlocks(dst, src, n);
+                         });
+  } else {
+    ForEachElement<kPut>(l, local, remote,
+                         [n](unsigned char* dst, const unsigned char* src) {
+                           std::memcpy(dst, src, n);
+                         });
   }
 }
 
