@@ -852,6 +852,27 @@ struct Mailbox {
   std::atomic<int> go;
 };
 
+// A Mailbox in memory the forked children share with the test (placed
+// before the fork), unmapped when the test's body ends. get() is null
+// when the mapping failed.
+class SharedMailbox {
+ public:
+  SharedMailbox() {
+    void* p = mmap(nullptr, sizeof(Mailbox), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) box_ = new (p) Mailbox();
+  }
+  ~SharedMailbox() {
+    if (box_ != nullptr) munmap(box_, sizeof(Mailbox));
+  }
+  SharedMailbox(const SharedMailbox&) = delete;
+  SharedMailbox& operator=(const SharedMailbox&) = delete;
+  Mailbox* get() const { return box_; }
+
+ private:
+  Mailbox* box_ = nullptr;
+};
+
 bool WaitFor(const std::atomic<int>& flag, int value) {
   auto end = std::chrono::steady_clock::now() + kDeadline;
   while (flag.load(std::memory_order_acquire) != value) {
@@ -873,11 +894,9 @@ bool WaitFor(const std::atomic<int>& flag, int value) {
 TEST_F(SoftDeviceTest, ProcessesDoAtomicsAndWritesOnATargetThatNeverPolls) {
   constexpr int kChildren = 3;
   constexpr uint64_t kAdds = 2000;
-  auto* box = static_cast<Mailbox*>(mmap(nullptr, sizeof(Mailbox),
-                                         PROT_READ | PROT_WRITE,
-                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(box, MAP_FAILED);
-  new (box) Mailbox();
+  SharedMailbox shared;
+  Mailbox* box = shared.get();
+  ASSERT_NE(box, nullptr);
 
   // The parent: a counter, a region the children write, one QP each.
   b_ = Node::Open(*provider_);
@@ -972,15 +991,12 @@ TEST_F(SoftDeviceTest, ProcessesDoAtomicsAndWritesOnATargetThatNeverPolls) {
   mr.reset();
   qps.clear();
   b_.Reset();
-  munmap(box, sizeof(Mailbox));
 }
 
 TEST_F(SoftDeviceTest, ProcessesSendAndReceive) {
-  auto* box = static_cast<Mailbox*>(mmap(nullptr, sizeof(Mailbox),
-                                         PROT_READ | PROT_WRITE,
-                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(box, MAP_FAILED);
-  new (box) Mailbox();
+  SharedMailbox shared;
+  Mailbox* box = shared.get();
+  ASSERT_NE(box, nullptr);
   b_ = Node::Open(*provider_);
   qb_ = MakeQp(b_);
   box->parent_addr[0] = AddressOf(b_, *qb_, 0);
@@ -1037,15 +1053,12 @@ TEST_F(SoftDeviceTest, ProcessesSendAndReceive) {
   mr.reset();
   qb_.reset();
   b_.Reset();
-  munmap(box, sizeof(Mailbox));
 }
 
 TEST_F(SoftDeviceTest, APeerThatDiedIsATransportRetryError) {
-  auto* box = static_cast<Mailbox*>(mmap(nullptr, sizeof(Mailbox),
-                                         PROT_READ | PROT_WRITE,
-                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(box, MAP_FAILED);
-  new (box) Mailbox();
+  SharedMailbox shared;
+  Mailbox* box = shared.get();
+  ASSERT_NE(box, nullptr);
   a_ = Node::Open(*provider_);
   qa_ = MakeQp(a_);
   box->parent_addr[0] = AddressOf(a_, *qa_, 0);
@@ -1081,7 +1094,6 @@ TEST_F(SoftDeviceTest, APeerThatDiedIsATransportRetryError) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, WcStatus::kRetryExceeded);
   EXPECT_EQ(qa_->state(), QpState::kError);
-  munmap(box, sizeof(Mailbox));
   // The dead process never closed the device: the launcher's cleanup.
   Unpair();
   EXPECT_TRUE(RemoveSoftDevice(key_).ok());
