@@ -16,7 +16,6 @@ constexpr char kPerPeerVar[] = "GASNET_AM_CREDITS_PP";
 constexpr char kTotalVar[] = "GASNET_AM_CREDITS_TOTAL";
 constexpr char kSlackVar[] = "GASNET_AM_CREDITS_SLACK";
 
-constexpr int64_t kDefaultPerPeer = 32;
 constexpr int64_t kDefaultTotalCap = 256;
 constexpr int64_t kDefaultSlack = 1;
 
@@ -34,9 +33,15 @@ constexpr int64_t kMaxCredits = std::numeric_limits<int32_t>::max();
 
 }  // namespace
 
-absl::StatusOr<CreditConfig> CreditConfigFromEnv(uint32_t peers) {
+absl::StatusOr<CreditConfig> CreditConfigFromEnv(uint32_t peers,
+                                                 uint32_t default_per_peer) {
+  if (default_per_peer < 1 || default_per_peer > kMaxCredits) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "AM credits: a default of %u credits per peer is outside [1, %d]",
+        default_per_peer, kMaxCredits));
+  }
   absl::StatusOr<int64_t> per_peer =
-      env::TryGetInt(kPerPeerVar, kDefaultPerPeer, 1, kMaxCredits);
+      env::TryGetInt(kPerPeerVar, default_per_peer, 1, kMaxCredits);
   if (!per_peer.ok()) return per_peer.status();
 
   // The default follows GASNet's MIN(256, peers * PP), but at least one

@@ -45,9 +45,12 @@ struct CreditConfig {
 
 // Reads GASNET_AM_CREDITS_PP, _TOTAL and _SLACK for a rank that talks to
 // `peers` other ranks through the conduit, applies the defaults and the
-// reductions above. An invalid value (not a number, zero credits) is an
-// error naming the variable.
-absl::StatusOr<CreditConfig> CreditConfigFromEnv(uint32_t peers);
+// reductions above. `default_per_peer` is the conduit's default for
+// GASNET_AM_CREDITS_PP (32 for ofi and ucx, 12 for ibv); it must be at
+// least 1. An invalid value (not a number, zero credits) is an error naming
+// the variable.
+absl::StatusOr<CreditConfig> CreditConfigFromEnv(
+    uint32_t peers, uint32_t default_per_peer = 32);
 
 class Credits {
  public:

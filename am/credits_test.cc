@@ -104,6 +104,29 @@ TEST_F(CreditConfigTest, TotalReducesPerPeer) {
   ExpectConfig(Read(3), 64, 192, 1);
 }
 
+TEST_F(CreditConfigTest, ConduitDefaultPerPeer) {
+  // The ibv conduit's default of 12: the default total follows it.
+  absl::StatusOr<CreditConfig> c = CreditConfigFromEnv(4, 12);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ExpectConfig(*c, 12, 48, 1);
+  // 12 * 30 > 256: cut to 256 / 30 as with any default.
+  c = CreditConfigFromEnv(30, 12);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ExpectConfig(*c, 8, 256, 1);
+  // The omitted argument is still 32 (the ofi and ucx callers).
+  ExpectConfig(Read(4), 32, 128, 1);
+  // A set GASNET_AM_CREDITS_PP wins over the conduit's default.
+  Set("GASNET_AM_CREDITS_PP", "5");
+  c = CreditConfigFromEnv(4, 12);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ExpectConfig(*c, 5, 20, 1);
+  // A default of zero credits is the caller's bug, reported as such.
+  unsetenv("GASNET_AM_CREDITS_PP");
+  c = CreditConfigFromEnv(4, 0);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(CreditConfigTest, TotalBelowPeersStillGivesEachPeerOne) {
   Set("GASNET_QUIET", "1");  // the warning is not what is tested here
   Set("GASNET_AM_CREDITS_TOTAL", "2");
