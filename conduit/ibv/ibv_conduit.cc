@@ -1,0 +1,1502 @@
+#include "conduit/ibv/ibv_conduit.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/optimization.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "am/vocabulary.h"
+#include "base/env/settings.h"
+#include "base/fatal.h"
+#include "conduit/ibv/connect_file.h"
+#include "exit/graceful_exit.h"
+#include "firehose/settings.h"
+#include "pshm/supernode.h"
+
+namespace gexrt::ibv {
+
+using core::Category;
+using core::SendStatus;
+
+// ---------------------------------------------------------------------------
+// The wire format of an Active Message (one SEND).
+
+namespace {
+
+// flags: the category in the low two bits, then:
+constexpr uint8_t kFlagRequest = 0x04;
+constexpr uint8_t kFlagCreditsOnly = 0x08;  // the SYS_ack: credits only
+constexpr uint8_t kFlagLongByRdma = 0x10;   // the payload was written first
+
+struct WireHeader {
+  uint8_t flags;
+  uint8_t handler;
+  uint8_t nargs;
+  uint8_t unused;
+  uint32_t credits;
+  uint32_t source;
+  uint32_t len;  // payload bytes (a Long's, wherever they travel)
+  uint64_t long_dest;
+};
+static_assert(sizeof(WireHeader) == 24, "the header is packed by hand");
+
+constexpr size_t ArgsEnd(unsigned nargs) {
+  return sizeof(WireHeader) + 4 * size_t{nargs};
+}
+// The payload starts 8-byte aligned.
+constexpr size_t PayloadOffset(unsigned nargs) {
+  return (ArgsEnd(nargs) + 7) & ~size_t{7};
+}
+constexpr size_t kMaxOverhead = PayloadOffset(am::kMaxArgs);
+
+// Completions taken per poll of one queue, and messages delivered per
+// Poll, so that a flood cannot starve the rest of the rank's progress.
+constexpr int kPollBatch = 16;
+constexpr int kPollBudget = 64;
+
+// The largest Long (the header's length field), and the largest piece of
+// one RDMA work request.
+constexpr size_t kMaxLong = size_t{1} << 30;
+constexpr size_t kMaxPiece = size_t{1} << 30;
+
+// Fini: how long to wait for what was sent to complete.
+constexpr absl::Duration kDrainFor = absl::Milliseconds(500);
+
+// Receive work requests carry the buffer's index; send ones the Op's.
+constexpr uint32_t kNoBuffer = ~uint32_t{0};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Internal types.
+
+struct IbvConduit::Rail {
+  PortInfo port;
+  std::unique_ptr<verbs::Context> context;
+  verbs::DeviceAttr device;
+  std::unique_ptr<verbs::ProtectionDomain> pd;
+  std::unique_ptr<verbs::CompletionQueue> send_cq;
+  std::unique_ptr<verbs::CompletionQueue> recv_cq;  // rail 0 only
+  std::unique_ptr<verbs::SharedReceiveQueue> srq;   // rail 0, with SRQ
+  std::unique_ptr<verbs::MemoryRegion> rbuf_mr;     // rail 0 only
+  std::unique_ptr<verbs::MemoryRegion> bbuf_mr;
+  std::unique_ptr<verbs::MemoryRegion> segment_mr;
+  uint32_t path_mtu = 1024;
+};
+
+struct IbvConduit::Qp {
+  std::unique_ptr<verbs::QueuePair> qp;
+  uint32_t rail = 0;
+  Rank peer = 0;
+  uint32_t sq_used = 0;   // send WRs not yet completed (under lock_)
+  uint32_t sq_depth = 0;  // GASNET_NETWORKDEPTH_PP, or what the QP got
+  uint32_t posted = 0;    // receives posted (the AM QP, without SRQ)
+  verbs::QpAddress local;
+};
+
+struct IbvConduit::Peer {
+  std::vector<std::unique_ptr<Qp>> qps;  // [0] carries the AMs
+  uint32_t next_qp = 0;                  // RMA without striping: rotates
+  bool used = false;                     // for GASNET_CONNECTFILE_OUT
+};
+
+// One send work request in flight.
+struct IbvConduit::Op {
+  uint32_t index = 0;
+  Qp* qp = nullptr;
+  uint32_t bbuf = kNoBuffer;   // a send buffer to give back
+  rma::Counter* rc = nullptr;  // completes with the WR
+  rma::Counter* lc = nullptr;  // completes with the WR too
+  firehose::LocalCache* cache = nullptr;
+  firehose::LocalCache::Hold hold;  // released with the WR
+  void* copy_to = nullptr;          // a Get through a send buffer
+  size_t copy_len = 0;
+  const char* what = "";  // for error messages
+};
+
+struct IbvConduit::ReplyHandle {
+  Rank source;
+  bool replied;
+};
+
+// Firehose's pins are registrations on one rail's protection domain, for
+// local access (the peer's side of an RDMA is always its segment).
+class IbvConduit::Pinner final : public firehose::Pinner {
+ public:
+  explicit Pinner(verbs::ProtectionDomain* pd) : pd_(pd) {}
+  absl::StatusOr<firehose::Registration> Pin(uintptr_t base,
+                                             size_t length) override {
+    absl::StatusOr<std::unique_ptr<verbs::MemoryRegion>> mr =
+        pd_->RegisterMemory(reinterpret_cast<void*>(base), length,
+                            verbs::kAccessLocalWrite);
+    if (!mr.ok()) return mr.status();
+    firehose::Registration r;
+    r.base = base;
+    r.length = length;
+    r.local_key = (*mr)->lkey();
+    r.remote_key = (*mr)->rkey();
+    r.handle = mr->release();
+    return r;
+  }
+  void Unpin(const firehose::Registration& r) override {
+    delete static_cast<verbs::MemoryRegion*>(r.handle);
+  }
+
+ private:
+  verbs::ProtectionDomain* pd_;
+};
+
+// GASNET_RCV_THREAD / GASNET_SND_THREAD: a thread that sleeps on a
+// completion queue and does `work` when it wakes.
+class IbvConduit::ProgressThread {
+ public:
+  ProgressThread(verbs::CompletionQueue* cq, const ThreadSettings& s,
+                 std::function<int()> work)
+      : cq_(cq), settings_(s), work_(std::move(work)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ProgressThread() { Stop(); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    stop_.store(true);
+    cq_->Interrupt();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    using Clock = std::chrono::steady_clock;
+    auto last_event = Clock::now();
+    const auto min_gap =
+        settings_.rate == 0
+            ? Clock::duration::zero()
+            : std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(1.0 / settings_.rate));
+    auto last_wake = Clock::now() - min_gap;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      if (work_() != 0) {
+        last_event = Clock::now();
+        continue;
+      }
+      if (Clock::now() - last_event <
+          std::chrono::nanoseconds(settings_.idle_ns)) {
+        continue;
+      }
+      // The verbs idiom: arm, poll once more, then sleep.
+      if (!cq_->RequestNotify().ok()) return;
+      if (work_() != 0) {
+        last_event = Clock::now();
+        continue;
+      }
+      absl::StatusOr<bool> woke = cq_->WaitNotify(100'000'000);
+      if (!woke.ok()) return;
+      // GASNET_*_THREAD_RATE: no more than `rate` wake-ups a second.
+      const auto now = Clock::now();
+      if (min_gap != Clock::duration::zero() && now - last_wake < min_gap) {
+        std::this_thread::sleep_for(min_gap - (now - last_wake));
+      }
+      last_wake = Clock::now();
+    }
+  }
+
+  verbs::CompletionQueue* cq_;
+  ThreadSettings settings_;
+  std::function<int()> work_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------
+// Start-up.
+
+IbvConduit::IbvConduit() = default;
+
+IbvConduit::~IbvConduit() { Fini(); }
+
+core::Capabilities IbvConduit::capabilities() const {
+  core::Capabilities c;
+  c.rdma_put = true;
+  c.rdma_get = true;
+  return c;
+}
+
+size_t IbvConduit::MaxLong() const { return kMaxLong; }
+
+absl::Status IbvConduit::Init(const core::InitArgs& args) {
+  absl::StatusOr<WaitPolicy*> waits =
+      core::CheckInitArgs("ibv", args, own_waits_);
+  if (!waits.ok()) return waits.status();
+  waits_ = *waits;
+  bootstrap_ = args.bootstrap;
+  sink_ = args.sink;
+  others_ = args.others;
+  thread_safe_ = args.thread_safe;
+  rank_ = bootstrap_->rank();
+  size_ = bootstrap_->size();
+  const NodeMap& map = *args.map;
+
+  const uint32_t remote_peers =
+      static_cast<uint32_t>(size_ - map.my_supernode_members().size());
+  absl::StatusOr<Settings> settings =
+      ReadSettings({.rank = rank_,
+                    .ranks = size_,
+                    .remote_peers = remote_peers,
+                    .thread_safe = thread_safe_});
+  if (!settings.ok()) return settings.status();
+  settings_ = *std::move(settings);
+  buffer_size_ = (kMaxOverhead + settings_.max_medium + 63) & ~size_t{63};
+  packed_long_ = std::min(settings_.packedlong_limit, settings_.max_medium);
+  use_srq_ = settings_.srq;
+  if (settings_.rbuf_count == 0) {
+    // GASNET_RBUF_COUNT=0: no limit; as many as the credits can use.
+    settings_.rbuf_count = static_cast<uint32_t>(std::min<uint64_t>(
+        ReceiveBuffersNeeded(settings_.credits, remote_peers) +
+            settings_.rbuf_spares + 64,
+        uint64_t{1} << 20));
+  }
+  credits_ = std::make_unique<am::Credits>(size_, settings_.credits);
+  if (settings_.rcv_thread.enabled || settings_.snd_thread.enabled) {
+    if (!thread_safe_) {
+      if (!env::Quiet() && rank_ == 0) {
+        std::fprintf(stderr,
+                     "ibv conduit: GASNET_RCV_THREAD / GASNET_SND_THREAD "
+                     "ignored: a progress thread runs handlers beside the "
+                     "client's threads, which needs a PAR build "
+                     "(gasnet_ibv_par)\n");
+      }
+      settings_.rcv_thread.enabled = false;
+      settings_.snd_thread.enabled = false;
+    }
+  }
+  lock_.Enable(thread_safe_);
+
+  const std::string job_key = pshm::AgreeJobPrefix(*bootstrap_);
+  if (absl::Status s = OpenRails(job_key, map); !s.ok()) return s;
+  if (absl::Status s = CreateBuffers(); !s.ok()) return s;
+  if (absl::Status s = ConnectPeers(map); !s.ok()) return s;
+
+  if (settings_.rcv_thread.enabled) {
+    threads_.push_back(std::make_unique<ProgressThread>(
+        rails_[0]->recv_cq.get(), settings_.rcv_thread,
+        [this] { return PollReceives(false, kPollBudget); }));
+  }
+  if (settings_.snd_thread.enabled) {
+    for (auto& rail : rails_) {
+      threads_.push_back(std::make_unique<ProgressThread>(
+          rail->send_cq.get(), settings_.snd_thread,
+          [this] { return PollSendCqs(); }));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IbvConduit::OpenRails(const std::string& job_key,
+                                   const NodeMap& map) {
+  absl::StatusOr<verbs::Selection> selection = verbs::SelectProvider(job_key);
+  if (!selection.ok()) return selection.status();
+  selection_ = *std::move(selection);
+  software_ = selection_.provider->kind() == "software";
+  if (software_ && map.host_count() > 1) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "ibv conduit: the job spans %u hosts, but this rank got the software "
+        "verbs device (%s), which connects the processes of one host only; "
+        "run where an HCA exists, or on one host",
+        map.host_count(), selection_.reason));
+  }
+  absl::StatusOr<std::vector<verbs::DeviceInfo>> devices =
+      selection_.provider->ListDevices();
+  if (!devices.ok()) return devices.status();
+
+  // Open every device the filter may use, list its ports, choose.
+  std::vector<std::unique_ptr<verbs::Context>> contexts;
+  std::vector<verbs::DeviceAttr> attrs;
+  std::vector<PortInfo> listing;
+  std::vector<size_t> context_of;  // listing index -> contexts index
+  for (const verbs::DeviceInfo& d : *devices) {
+    bool wanted = settings_.ports.empty();
+    for (const env::PortSpec& s : settings_.ports) wanted |= s.hca == d.name;
+    if (!wanted) {
+      // Still listed (for the error message), not opened.
+      for (uint8_t p = 1; p <= d.num_ports; ++p) {
+        listing.push_back({d.name, p, {}});
+        context_of.push_back(~size_t{0});
+      }
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<verbs::Context>> c =
+        selection_.provider->Open(d.name);
+    if (!c.ok()) return c.status();
+    absl::StatusOr<verbs::DeviceAttr> attr = (*c)->QueryDevice();
+    if (!attr.ok()) return attr.status();
+    for (uint8_t p = 1; p <= d.num_ports; ++p) {
+      absl::StatusOr<verbs::PortAttr> pa = (*c)->QueryPort(p);
+      if (!pa.ok()) return pa.status();
+      listing.push_back({d.name, p, *pa});
+      context_of.push_back(contexts.size());
+    }
+    contexts.push_back(*std::move(c));
+    attrs.push_back(*attr);
+  }
+  absl::StatusOr<std::vector<PortInfo>> chosen =
+      ChoosePorts(listing, settings_.ports, settings_.ports_variable);
+  if (!chosen.ok()) {
+    return absl::Status(
+        chosen.status().code(),
+        absl::StrFormat("%s (rank %u, %s)", chosen.status().message(), rank_,
+                        selection_.reason));
+  }
+  if (settings_.list_ports) {
+    std::printf("ibv: rank %u: %s\nibv: rank %u: using:\n%s", rank_,
+                selection_.reason.c_str(), rank_,
+                DescribePorts(*chosen).c_str());
+    std::fflush(stdout);
+  }
+  for (const PortInfo& p : *chosen) {
+    size_t at = 0;
+    while (listing[at].device != p.device || listing[at].port != p.port) ++at;
+    const size_t ci = context_of[at];
+    auto rail = std::make_unique<Rail>();
+    rail->port = p;
+    rail->device = attrs[ci];
+    // One context per rail: a second rail on the same device opens it
+    // again (verbs allows it), so that each rail owns its objects.
+    if (contexts[ci] != nullptr) {
+      rail->context = std::move(contexts[ci]);
+    } else {
+      absl::StatusOr<std::unique_ptr<verbs::Context>> c =
+          selection_.provider->Open(p.device);
+      if (!c.ok()) return c.status();
+      rail->context = *std::move(c);
+    }
+    uint32_t mtu = p.attr.active_mtu;
+    if (settings_.max_mtu != 0) mtu = std::min(mtu, settings_.max_mtu);
+    rail->path_mtu = mtu;
+    rails_.push_back(std::move(rail));
+  }
+
+  // The device's limits, checked before anything is created.
+  const verbs::DeviceAttr& dev = rails_[0]->device;
+  inline_limit_ = settings_.inlinesend_limit < 0
+                      ? dev.max_inline_data
+                      : static_cast<uint32_t>(std::min<int64_t>(
+                            settings_.inlinesend_limit, dev.max_inline_data));
+  if (settings_.networkdepth_pp > dev.max_qp_wr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ibv conduit: GASNET_NETWORKDEPTH_PP=%u exceeds the device's %u work "
+        "requests per queue (%s)",
+        settings_.networkdepth_pp, dev.max_qp_wr, rails_[0]->port.device));
+  }
+
+  for (auto& rail : rails_) {
+    absl::StatusOr<std::unique_ptr<verbs::ProtectionDomain>> pd =
+        rail->context->AllocPd();
+    if (!pd.ok()) return pd.status();
+    rail->pd = *std::move(pd);
+    absl::StatusOr<std::unique_ptr<verbs::CompletionQueue>> cq =
+        rail->context->CreateCq(settings_.networkdepth_total + 16);
+    if (!cq.ok()) return cq.status();
+    rail->send_cq = *std::move(cq);
+  }
+  Rail& first = *rails_[0];
+  absl::StatusOr<std::unique_ptr<verbs::CompletionQueue>> rcq =
+      first.context->CreateCq(settings_.rbuf_count + 16);
+  if (!rcq.ok()) return rcq.status();
+  first.recv_cq = *std::move(rcq);
+  if (use_srq_) {
+    absl::StatusOr<std::unique_ptr<verbs::SharedReceiveQueue>> srq =
+        first.pd->CreateSrq(
+            {.max_wr = std::min(settings_.rbuf_count, dev.max_srq_wr),
+             .max_sge = 1});
+    if (!srq.ok()) return srq.status();
+    first.srq = *std::move(srq);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IbvConduit::CreateBuffers() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto map_pages = [&](size_t bytes) -> unsigned char* {
+    bytes = (bytes + page - 1) / page * page;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<unsigned char*>(p);
+  };
+  rbufs_bytes_ = (settings_.rbuf_count * buffer_size_ + page - 1) / page * page;
+  bbufs_bytes_ = (settings_.bbuf_count * buffer_size_ + page - 1) / page * page;
+  rbufs_ = map_pages(rbufs_bytes_);
+  bbufs_ = map_pages(bbufs_bytes_);
+  if (rbufs_ == nullptr || bbufs_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "ibv conduit: rank %u: no memory for %u receive and %u send buffers "
+        "of %zu bytes (GASNET_RBUF_COUNT, GASNET_BBUF_COUNT)",
+        rank_, settings_.rbuf_count, settings_.bbuf_count, buffer_size_));
+  }
+  for (size_t i = 0; i < rails_.size(); ++i) {
+    Rail& rail = *rails_[i];
+    absl::StatusOr<std::unique_ptr<verbs::MemoryRegion>> mr =
+        rail.pd->RegisterMemory(bbufs_, bbufs_bytes_, verbs::kAccessLocalWrite);
+    if (!mr.ok()) return mr.status();
+    rail.bbuf_mr = *std::move(mr);
+    if (i == 0) {
+      mr = rail.pd->RegisterMemory(rbufs_, rbufs_bytes_,
+                                   verbs::kAccessLocalWrite);
+      if (!mr.ok()) return mr.status();
+      rail.rbuf_mr = *std::move(mr);
+    }
+  }
+  // The spares are kept apart for reposting before a Request handler; the
+  // rest are posted at connection or for Replies.
+  const uint32_t spares = std::min(settings_.rbuf_spares, settings_.rbuf_count);
+  for (uint32_t b = settings_.rbuf_count; b-- > 0;) {
+    (b < spares ? spares_ : unposted_).push_back(b);
+  }
+  free_bbufs_.reserve(settings_.bbuf_count);
+  for (uint32_t b = settings_.bbuf_count; b-- > 0;) free_bbufs_.push_back(b);
+  const uint32_t ops = settings_.networkdepth_total + 1;
+  ops_.reserve(ops);
+  free_ops_.reserve(ops);
+  for (uint32_t i = 0; i < ops; ++i) {
+    ops_.push_back(std::make_unique<Op>());
+    ops_.back()->index = i;
+    free_ops_.push_back(ops_.back().get());
+  }
+  deferred_.reserve(settings_.rbuf_count);
+
+  // Firehose for RMA from and to memory outside the segment: one local
+  // cache per rail (registrations belong to a protection domain).
+  firehose::Resources resources;
+  resources.pool_bytes = uint64_t{256} << 20;
+  resources.main_fraction = 0.75;
+  resources.device_max_regions = rails_[0]->device.max_mr;
+  resources.ranks_on_host = 1;
+  absl::StatusOr<firehose::Settings> fh = firehose::SettingsFromEnv(resources);
+  if (!fh.ok()) return fh.status();
+  if (fh->enabled) {
+    for (auto& rail : rails_) {
+      pinners_.push_back(std::make_unique<Pinner>(rail->pd.get()));
+      absl::StatusOr<std::unique_ptr<firehose::LocalCache>> cache =
+          firehose::LocalCache::Create(firehose::LocalLimitsFor(*fh),
+                                       pinners_.back().get());
+      if (!cache.ok()) return cache.status();
+      firehose_.push_back(*std::move(cache));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IbvConduit::ConnectQp(Qp& qp, const verbs::QpAddress& remote,
+                                   const Rail& rail) {
+  verbs::QpRtrAttr rtr;
+  rtr.remote = remote;
+  rtr.path_mtu = rail.path_mtu;
+  rtr.port = rail.port.port;
+  rtr.use_gid = rail.port.attr.link_layer == verbs::LinkLayer::kEthernet;
+  rtr.max_dest_rd_atomic = static_cast<uint8_t>(
+      std::min<uint32_t>(settings_.qp_rd_atom != 0 ? settings_.qp_rd_atom
+                                                   : rail.device.max_qp_rd_atom,
+                         255));
+  if (absl::Status s = qp.qp->ToRtr(rtr); !s.ok()) return s;
+  verbs::QpRtsAttr rts;
+  rts.sq_psn = qp.local.psn;
+  rts.timeout = settings_.qp_timeout;
+  rts.retry_cnt = settings_.qp_retry_count;
+  rts.rnr_retry = 7;
+  rts.max_rd_atomic = static_cast<uint8_t>(std::min<uint32_t>(
+      settings_.qp_rd_atom != 0 ? settings_.qp_rd_atom
+                                : rail.device.max_qp_init_rd_atom,
+      255));
+  return qp.qp->ToRts(rts);
+}
+
+absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
+  // Which peers are connected at start-up: every conduit peer, or those
+  // GASNET_CONNECTFILE_IN names (either side's file names a connection).
+  std::vector<unsigned char> want(size_, 0);
+  std::vector<bool> from_file;
+  if (!settings_.connectfile_in.empty() && settings_.connect_static) {
+    absl::StatusOr<std::vector<bool>> f =
+        ReadConnectFile(settings_.connectfile_in, rank_, size_);
+    if (!f.ok()) return f.status();
+    from_file = *std::move(f);
+  }
+  for (Rank r = 0; r < size_; ++r) {
+    if (r == rank_ || map.SameSupernode(rank_, r)) continue;
+    want[r] = from_file.empty() ? (settings_.connect_static ? 1 : 0)
+                                : (from_file[r] ? 1 : 0);
+  }
+  std::vector<unsigned char> wants(size_t{size_} * size_);
+  bootstrap_->Allgather(want.data(), size_, wants.data());
+  // The QPs per peer: GASNET_NUM_QPS, or one per rail; a pair uses the
+  // smaller of its two counts.
+  const uint32_t mine = settings_.num_qps != 0
+                            ? settings_.num_qps
+                            : static_cast<uint32_t>(rails_.size());
+  std::vector<uint32_t> counts(size_);
+  bootstrap_->Allgather(&mine, sizeof mine, counts.data());
+  const uint32_t most = *std::max_element(counts.begin(), counts.end());
+
+  peers_.resize(size_);
+  std::mt19937 random(static_cast<uint32_t>(getpid()) ^ rank_);
+  std::vector<verbs::QpAddress> out(size_t{size_} * most);
+  const verbs::DeviceAttr& dev = rails_[0]->device;
+  const uint32_t per_peer = settings_.credits.per_peer;
+  for (Rank r = 0; r < size_; ++r) {
+    if (r == rank_ || map.SameSupernode(rank_, r)) continue;
+    if (wants[size_t{rank_} * size_ + r] == 0 &&
+        wants[size_t{r} * size_ + rank_] == 0) {
+      continue;
+    }
+    auto peer = std::make_unique<Peer>();
+    const uint32_t n = std::min(mine, counts[r]);
+    for (uint32_t j = 0; j < n; ++j) {
+      auto qp = std::make_unique<Qp>();
+      qp->rail = j % rails_.size();
+      qp->peer = r;
+      Rail& rail = *rails_[qp->rail];
+      verbs::QpInitAttr attr;
+      attr.type = verbs::QpType::kRc;
+      attr.send_cq = rail.send_cq.get();
+      // Only the AM QP receives; the others still need a CQ.
+      attr.recv_cq = rails_[0]->recv_cq.get();
+      attr.srq = (j == 0 && use_srq_) ? rails_[0]->srq.get() : nullptr;
+      attr.max_send_wr = settings_.networkdepth_pp;
+      attr.max_recv_wr = j == 0 ? std::min(dev.max_qp_wr, 2 * per_peer + 2) : 1;
+      attr.max_inline_data = inline_limit_;
+      absl::StatusOr<std::unique_ptr<verbs::QueuePair>> q =
+          rail.pd->CreateQp(attr);
+      if (!q.ok()) {
+        return absl::Status(
+            q.status().code(),
+            absl::StrFormat("ibv conduit: rank %u: creating QP %u to rank %u "
+                            "(%zu peers x GASNET_NUM_QPS=%u): %s",
+                            rank_, j, r, connected_.size() + 1, mine,
+                            q.status().message()));
+      }
+      qp->qp = *std::move(q);
+      qp->sq_depth =
+          std::min(settings_.networkdepth_pp, qp->qp->caps().max_send_wr);
+      verbs::QpInitStateAttr init;
+      init.port = rail.port.port;
+      init.access = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead |
+                    verbs::kAccessRemoteAtomic;
+      if (absl::Status s = qp->qp->ToInit(init); !s.ok()) return s;
+      qp->local.lid = rail.port.attr.lid;
+      qp->local.gid = rail.port.attr.gid;
+      qp->local.qpn = qp->qp->qp_num();
+      qp->local.psn = random() & 0xffffff;
+      out[size_t{r} * most + j] = qp->local;
+      qp_by_num_[qp->local.qpn] = qp.get();
+      peer->qps.push_back(std::move(qp));
+    }
+    // The AM QP gets a Request buffer per credit before anyone sends.
+    if (!use_srq_) {
+      for (uint32_t i = 0; i < per_peer; ++i) {
+        if (unposted_.empty()) break;
+        const uint32_t b = unposted_.back();
+        unposted_.pop_back();
+        if (!PostReceive(*rails_[0], peer->qps[0].get(), b)) {
+          return absl::InternalError("ibv conduit: posting a receive failed");
+        }
+      }
+    }
+    connected_.push_back(r);
+    peers_[r] = std::move(peer);
+  }
+  if (use_srq_) {
+    while (!unposted_.empty()) {
+      const uint32_t b = unposted_.back();
+      unposted_.pop_back();
+      if (!PostReceive(*rails_[0], nullptr, b)) {
+        return absl::InternalError("ibv conduit: posting to the SRQ failed");
+      }
+    }
+  }
+  std::vector<verbs::QpAddress> in(size_t{size_} * most);
+  bootstrap_->Alltoall(out.data(), most * sizeof(verbs::QpAddress), in.data());
+  for (Rank r : connected_) {
+    Peer& peer = *peers_[r];
+    for (uint32_t j = 0; j < peer.qps.size(); ++j) {
+      Qp& qp = *peer.qps[j];
+      if (absl::Status s =
+              ConnectQp(qp, in[size_t{r} * most + j], *rails_[qp.rail]);
+          !s.ok()) {
+        return absl::Status(
+            s.code(), absl::StrFormat("ibv conduit: rank %u: connecting QP %u "
+                                      "to rank %u: %s",
+                                      rank_, j, r, s.message()));
+      }
+    }
+  }
+  // Every QP is ready to receive before anyone sends.
+  bootstrap_->Barrier();
+  return absl::OkStatus();
+}
+
+void IbvConduit::StopThreads() {
+  for (auto& t : threads_) t->Stop();
+  threads_.clear();
+}
+
+void IbvConduit::Fini() {
+  if (closed_.load()) return;
+  StopThreads();
+  // What was sent completes before the QPs go (bounded: a peer that has
+  // left never acknowledges).
+  const absl::Time deadline = absl::Now() + kDrainFor;
+  while (absl::Now() < deadline) {
+    uint32_t in_flight;
+    {
+      std::lock_guard<MaybeMutex> lock(lock_);
+      in_flight = sends_in_flight_;
+    }
+    if (in_flight == 0) break;
+    if (PollSendCqs() == 0) std::this_thread::yield();
+  }
+  if (settings_.print_stats && !rails_.empty()) PrintStats();
+  if (!settings_.connectfile_out.empty()) {
+    std::vector<uint32_t> used;
+    for (Rank r : connected_) {
+      if (peers_[r]->used) used.push_back(r);
+    }
+    if (absl::Status s =
+            WriteConnectFile(settings_.connectfile_out, rank_, size_,
+                             settings_.connectfile_base, used);
+        !s.ok()) {
+      std::fprintf(stderr, "ibv conduit: rank %u: %s\n", rank_,
+                   std::string(s.message()).c_str());
+    }
+  }
+  std::lock_guard<MaybeMutex> lock(lock_);
+  closed_.store(true);
+  // Children before parents, as verbs requires.
+  firehose_.clear();
+  pinners_.clear();
+  qp_by_num_.clear();
+  peers_.clear();
+  for (auto& rail : rails_) {
+    rail->segment_mr.reset();
+    rail->bbuf_mr.reset();
+    rail->rbuf_mr.reset();
+    rail->srq.reset();
+    rail->recv_cq.reset();
+    rail->send_cq.reset();
+    rail->pd.reset();
+    rail->context.reset();
+  }
+  rails_.clear();
+  if (rbufs_ != nullptr) munmap(rbufs_, rbufs_bytes_);
+  if (bbufs_ != nullptr) munmap(bbufs_, bbufs_bytes_);
+  rbufs_ = bbufs_ = nullptr;
+}
+
+IbvStats IbvConduit::stats() const {
+  IbvStats s;
+  s.requests_sent = counters_.requests_sent.load();
+  s.replies_sent = counters_.replies_sent.load();
+  s.credit_messages_sent = counters_.credit_messages_sent.load();
+  s.credit_waits = counters_.credit_waits.load();
+  s.inline_sends = counters_.inline_sends.load();
+  s.copy_outs = counters_.copy_outs.load();
+  s.reply_buffers = counters_.reply_buffers.load();
+  s.puts = counters_.puts.load();
+  s.gets = counters_.gets.load();
+  s.bounced_puts = counters_.bounced_puts.load();
+  for (const auto& cache : firehose_) {
+    const firehose::LocalCache::Stats f = cache->stats();
+    s.firehose_hits += f.hits;
+    s.firehose_misses += f.misses;
+    s.firehose_evictions += f.evictions;
+  }
+  for (const auto& rail : rails_) {
+    if (rail->context == nullptr) continue;
+    if (std::optional<verbs::DeviceCounters> c = rail->context->Counters()) {
+      s.rnr_naks += c->rnr_naks;
+      s.transport_retries += c->transport_retries;
+    }
+  }
+  return s;
+}
+
+void IbvConduit::PrintStats() const {
+  const IbvStats s = stats();
+  std::printf(
+      "ibv: rank %u: requests %llu replies %llu credit_messages %llu "
+      "credit_waits %llu inline %llu copy_outs %llu reply_buffers %llu "
+      "puts %llu gets %llu bounced_puts %llu firehose_hits %llu "
+      "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
+      "transport_retries %llu srq %d rails %zu device %s\n",
+      rank_, static_cast<unsigned long long>(s.requests_sent),
+      static_cast<unsigned long long>(s.replies_sent),
+      static_cast<unsigned long long>(s.credit_messages_sent),
+      static_cast<unsigned long long>(s.credit_waits),
+      static_cast<unsigned long long>(s.inline_sends),
+      static_cast<unsigned long long>(s.copy_outs),
+      static_cast<unsigned long long>(s.reply_buffers),
+      static_cast<unsigned long long>(s.puts),
+      static_cast<unsigned long long>(s.gets),
+      static_cast<unsigned long long>(s.bounced_puts),
+      static_cast<unsigned long long>(s.firehose_hits),
+      static_cast<unsigned long long>(s.firehose_misses),
+      static_cast<unsigned long long>(s.firehose_evictions),
+      static_cast<unsigned long long>(s.rnr_naks),
+      static_cast<unsigned long long>(s.transport_retries), use_srq_ ? 1 : 0,
+      rails_.size(), software_ ? "software" : "hca");
+  std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------
+// Work requests and their completions.
+
+bool IbvConduit::PostReceive(Rail& rail, Qp* qp, uint32_t buffer) {
+  verbs::Sge sge;
+  sge.addr = reinterpret_cast<uint64_t>(rbufs_ + size_t{buffer} * buffer_size_);
+  sge.length = static_cast<uint32_t>(buffer_size_);
+  sge.lkey = rail.rbuf_mr->lkey();
+  verbs::RecvWr wr;
+  wr.wr_id = buffer;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  absl::Status s =
+      qp == nullptr ? rail.srq->PostRecv(wr) : qp->qp->PostRecv(wr);
+  if (!s.ok()) {
+    if (closed_.load() || exit::ExitInProgress()) return false;
+    FatalErrorF("ibv conduit: rank %u: posting a receive buffer: %s", rank_,
+                s.message());
+  }
+  if (qp != nullptr) ++qp->posted;
+  return true;
+}
+
+void IbvConduit::PostReplyBuffers(Peer& peer, Rank dest) {
+  if (use_srq_) return;
+  Qp& q = *peer.qps[0];
+  const uint32_t per_peer = credits_->config().per_peer;
+  const uint32_t outstanding = per_peer - credits_->Available(dest);
+  while (q.posted < per_peer + outstanding && !unposted_.empty()) {
+    const uint32_t b = unposted_.back();
+    unposted_.pop_back();
+    if (!PostReceive(*rails_[0], &q, b)) {
+      unposted_.push_back(b);
+      return;
+    }
+    counters_.reply_buffers.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool IbvConduit::Reserve(Qp& qp, bool need_buffer, Op** op) {
+  if (qp.sq_used >= qp.sq_depth ||
+      sends_in_flight_ >= settings_.networkdepth_total || free_ops_.empty() ||
+      (need_buffer && free_bbufs_.empty())) {
+    return false;
+  }
+  Op* o = free_ops_.back();
+  free_ops_.pop_back();
+  o->qp = &qp;
+  o->bbuf = kNoBuffer;
+  if (need_buffer) {
+    o->bbuf = free_bbufs_.back();
+    free_bbufs_.pop_back();
+  }
+  o->rc = o->lc = nullptr;
+  o->cache = nullptr;
+  o->hold = {};
+  o->copy_to = nullptr;
+  o->copy_len = 0;
+  ++qp.sq_used;
+  ++sends_in_flight_;
+  *op = o;
+  return true;
+}
+
+bool IbvConduit::ReserveWaiting(Qp& qp, bool need_buffer, bool immediate,
+                                bool replies_only, Op** op) {
+  for (;;) {
+    {
+      std::lock_guard<MaybeMutex> lock(lock_);
+      if (Reserve(qp, need_buffer, op)) return true;
+    }
+    if (immediate) return false;
+    WaitRound([&] { return Progress(replies_only); });
+  }
+}
+
+void IbvConduit::ReleaseOp(Op* op) {
+  --op->qp->sq_used;
+  --sends_in_flight_;
+  if (op->bbuf != kNoBuffer) free_bbufs_.push_back(op->bbuf);
+  if (op->cache != nullptr) op->cache->Release(op->hold);
+  free_ops_.push_back(op);
+}
+
+void IbvConduit::PostSend(Qp& qp, Op* op, verbs::SendWr& wr) {
+  wr.wr_id = op->index;
+  wr.flags |= verbs::kSendSignaled;
+  absl::Status s = qp.qp->PostSend(wr);
+  if (ABSL_PREDICT_FALSE(!s.ok())) {
+    if (closed_.load() || exit::ExitInProgress()) {
+      // The job is ending; the peer may be gone. The WR never ran.
+      if (op->rc != nullptr) op->rc->Complete();
+      if (op->lc != nullptr) op->lc->Complete();
+      ReleaseOp(op);
+      return;
+    }
+    FatalErrorF("ibv conduit: rank %u: posting %s to rank %u: %s", rank_,
+                op->what, qp.peer, s.message());
+  }
+}
+
+int IbvConduit::PollSendCqs() {
+  int n = 0;
+  verbs::Completion wc[kPollBatch];
+  std::lock_guard<MaybeMutex> lock(lock_);
+  if (closed_.load(std::memory_order_relaxed)) return 0;
+  for (auto& rail : rails_) {
+    absl::StatusOr<size_t> got = rail->send_cq->Poll(wc);
+    if (!got.ok()) {
+      FatalErrorF("ibv conduit: rank %u: polling a send CQ: %s", rank_,
+                  got.status().message());
+    }
+    for (size_t i = 0; i < *got; ++i) {
+      Op* op = ops_[wc[i].wr_id].get();
+      if (ABSL_PREDICT_FALSE(wc[i].status != verbs::WcStatus::kSuccess) &&
+          !exit::ExitInProgress()) {
+        FatalErrorF(
+            "ibv conduit: rank %u: %s to rank %u failed: %s%s", rank_, op->what,
+            op->qp->peer, verbs::ToString(wc[i].status),
+            wc[i].status == verbs::WcStatus::kRetryExceeded
+                ? " (the peer did not answer: it has died, or its QP is not "
+                  "connected)"
+                : "");
+      }
+      if (op->copy_to != nullptr) {
+        std::memcpy(op->copy_to, bbufs_ + size_t{op->bbuf} * buffer_size_,
+                    op->copy_len);
+      }
+      rma::Counter* rc = op->rc;
+      rma::Counter* lc = op->lc;
+      ReleaseOp(op);
+      if (lc != nullptr) lc->Complete();
+      if (rc != nullptr) rc->Complete();
+      ++n;
+    }
+  }
+  return n;
+}
+
+void IbvConduit::CheckAsyncEvents() {
+  for (auto& rail : rails_) {
+    while (std::optional<verbs::AsyncEvent> e =
+               rail->context->PollAsyncEvent()) {
+      switch (e->type) {
+        case verbs::AsyncEventType::kCqError:
+        case verbs::AsyncEventType::kQpFatal:
+        case verbs::AsyncEventType::kQpAccessError:
+        case verbs::AsyncEventType::kQpRequestError:
+        case verbs::AsyncEventType::kDeviceFatal:
+        case verbs::AsyncEventType::kSrqError:
+          if (exit::ExitInProgress()) break;
+          FatalErrorF(
+              "ibv conduit: rank %u: device %s reported %s (QP %u); the "
+              "conduit cannot go on",
+              rank_, rail->port.device, verbs::ToString(e->type), e->qp_num);
+        default:
+          break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Receiving.
+
+void IbvConduit::ReturnBuffer(uint32_t buffer) {
+  (spares_.size() < settings_.rbuf_spares ? spares_ : unposted_)
+      .push_back(buffer);
+}
+
+int IbvConduit::PollReceives(bool replies_only, int budget) {
+  int delivered = 0;
+  // Requests deferred by a Reply's wait go first, in arrival order.
+  if (!replies_only) {
+    std::vector<Deferred> later;
+    {
+      std::lock_guard<MaybeMutex> lock(lock_);
+      if (!deferred_.empty()) {
+        later.swap(deferred_);
+        deferred_.reserve(settings_.rbuf_count);
+      }
+    }
+    for (Deferred& d : later) {
+      const unsigned char* msg =
+          d.copied ? d.copy.get() : rbufs_ + size_t{d.buffer} * buffer_size_;
+      WireHeader h;
+      std::memcpy(&h, msg, sizeof h);
+      Deliver(h.source, msg, d.len);
+      ++delivered;
+      if (!d.copied) {
+        std::lock_guard<MaybeMutex> lock(lock_);
+        ReturnBuffer(d.buffer);
+      }
+    }
+  }
+  Rail& rail = *rails_[0];
+  verbs::Completion wc[kPollBatch];
+  while (delivered < budget) {
+    size_t got = 0;
+    {
+      std::lock_guard<MaybeMutex> lock(lock_);
+      if (closed_.load(std::memory_order_relaxed)) return delivered;
+      absl::StatusOr<size_t> polled = rail.recv_cq->Poll(std::span(
+          wc, std::min<size_t>(kPollBatch,
+                               static_cast<size_t>(budget - delivered))));
+      if (!polled.ok()) {
+        FatalErrorF("ibv conduit: rank %u: polling the receive CQ: %s", rank_,
+                    polled.status().message());
+      }
+      got = *polled;
+      // The counts first: the buffers have left their queue.
+      for (size_t i = 0; i < got && !use_srq_; ++i) {
+        if (wc[i].status != verbs::WcStatus::kSuccess) continue;
+        auto it = qp_by_num_.find(wc[i].qp_num);
+        if (it == qp_by_num_.end()) {
+          FatalErrorF("ibv conduit: rank %u: a message on unknown QP %u", rank_,
+                      wc[i].qp_num);
+        }
+        --it->second->posted;
+      }
+    }
+    if (got == 0) break;
+    for (size_t i = 0; i < got; ++i) {
+      const verbs::Completion& c = wc[i];
+      if (c.status != verbs::WcStatus::kSuccess) {
+        if (c.status == verbs::WcStatus::kFlushError ||
+            exit::ExitInProgress()) {
+          continue;
+        }
+        FatalErrorF("ibv conduit: rank %u: a receive failed: %s", rank_,
+                    verbs::ToString(c.status));
+      }
+      auto buffer = static_cast<uint32_t>(c.wr_id);
+      const unsigned char* msg = rbufs_ + size_t{buffer} * buffer_size_;
+      if (c.byte_len < sizeof(WireHeader) || c.byte_len > buffer_size_) {
+        FatalErrorF("ibv conduit: rank %u: a malformed message (%u bytes)",
+                    rank_, c.byte_len);
+      }
+      WireHeader h;
+      std::memcpy(&h, msg, sizeof h);
+      const bool request = (h.flags & kFlagRequest) != 0;
+      std::unique_ptr<unsigned char[]> copy;
+      // A Request's buffer is replaced before its handler runs (with SRQ,
+      // every message's): by a spare, or, with none left, the message is
+      // copied out and its own buffer goes back at once. The buffer of the
+      // message before this one is a spare again by now (the seed's
+      // reuse), so a batch touches the spares once per message.
+      if (request || use_srq_) {
+        std::lock_guard<MaybeMutex> lock(lock_);
+        Qp* qp = use_srq_ ? nullptr : qp_by_num_.find(c.qp_num)->second;
+        if (!spares_.empty()) {
+          const uint32_t spare = spares_.back();
+          spares_.pop_back();
+          PostReceive(rail, qp, spare);
+        } else {
+          copy.reset(new unsigned char[c.byte_len]);
+          std::memcpy(copy.get(), msg, c.byte_len);
+          msg = copy.get();
+          PostReceive(rail, qp, buffer);
+          buffer = kNoBuffer;
+          counters_.copy_outs.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      if (replies_only && request) {
+        std::lock_guard<MaybeMutex> lock(lock_);
+        deferred_.push_back(
+            {buffer, copy != nullptr, std::move(copy), c.byte_len});
+        continue;
+      }
+      Deliver(h.source, msg, c.byte_len);
+      ++delivered;
+      if (buffer != kNoBuffer) {
+        std::lock_guard<MaybeMutex> lock(lock_);
+        ReturnBuffer(buffer);
+      }
+    }
+  }
+  return delivered;
+}
+
+void IbvConduit::Deliver(Rank source, const unsigned char* msg, size_t len) {
+  WireHeader h;
+  std::memcpy(&h, msg, sizeof h);
+  const auto category = static_cast<Category>(h.flags & 3);
+  const bool is_request = (h.flags & kFlagRequest) != 0;
+  const bool is_long = category == Category::kLong;
+  if (source >= size_ || h.nargs > am::kMaxArgs || ArgsEnd(h.nargs) > len ||
+      (h.flags & 3) == 3) {
+    FatalErrorF(
+        "ibv conduit: rank %u: a malformed message (%zu bytes, source %u, "
+        "flags 0x%x, %u arguments)",
+        rank_, len, source, h.flags, h.nargs);
+  }
+  if (h.credits != 0) credits_->Grant(source, h.credits);
+  if ((h.flags & kFlagCreditsOnly) != 0) return;
+
+  uint32_t args[am::kMaxArgs];
+  std::memcpy(args, msg + sizeof(WireHeader), 4 * size_t{h.nargs});
+  core::Inbound in;
+  in.source = source;
+  in.category = category;
+  in.is_request = is_request;
+  in.handler = h.handler;
+  in.nargs = h.nargs;
+  in.args = args;
+  in.len = h.len;
+  const size_t payload_at = PayloadOffset(h.nargs);
+  const bool inline_payload = category == Category::kMedium ||
+                              (is_long && (h.flags & kFlagLongByRdma) == 0);
+  if (inline_payload && h.len != 0 && payload_at + h.len > len) {
+    FatalErrorF(
+        "ibv conduit: rank %u: a message of %zu bytes from rank %u claims %u "
+        "payload bytes",
+        rank_, len, source, h.len);
+  }
+  const unsigned char* payload = msg + payload_at;
+  if (category == Category::kMedium) {
+    in.payload = const_cast<unsigned char*>(payload);
+  } else if (is_long) {
+    if (h.len != 0) {
+      if (segment_size_ == 0 || h.long_dest < segment_base_ ||
+          h.len > segment_size_ ||
+          h.long_dest - segment_base_ > segment_size_ - h.len) {
+        FatalErrorF(
+            "ibv conduit: rank %u: a Long from rank %u to [%p, +%u) is "
+            "outside this rank's segment [%p, +%zu)",
+            rank_, source, reinterpret_cast<void*>(h.long_dest), h.len,
+            reinterpret_cast<void*>(segment_base_), segment_size_);
+      }
+      if ((h.flags & kFlagLongByRdma) == 0) {
+        std::memcpy(reinterpret_cast<void*>(h.long_dest), payload, h.len);
+      }
+    }
+    in.payload = reinterpret_cast<void*>(h.long_dest);
+  }
+  if (!is_request) {
+    sink_.Deliver(in);
+    return;
+  }
+  ReplyHandle reply{source, false};
+  in.reply = &reply;
+  sink_.Deliver(in);
+  // No Reply went back: the Request's credit is owed, banked until the
+  // slack is exceeded, then sent back alone (the seed's SYS_ack).
+  if (!reply.replied && credits_->Bank(source)) SendCredits(source);
+}
+
+int IbvConduit::Poll() {
+  if (closed_.load(std::memory_order_relaxed)) return 0;
+  CheckAsyncEvents();
+  int n = PollSendCqs();
+  n += PollReceives(/*replies_only=*/false, kPollBudget);
+  return n;
+}
+
+int IbvConduit::Progress(bool replies_only) {
+  if (closed_.load(std::memory_order_relaxed)) {
+    return others_.Poll(replies_only);
+  }
+  int n = PollSendCqs();
+  n += PollReceives(replies_only, kPollBudget);
+  return n + others_.Poll(replies_only);
+}
+
+void IbvConduit::WaitCounter(const rma::Counter& c, bool replies_only) {
+  while (!c.Done()) {
+    WaitRound([&] { return Progress(replies_only); });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Active Messages.
+
+namespace {
+
+void CheckOutbound(bool request, const core::Outbound& m, size_t max_medium) {
+  if (m.nargs > am::kMaxArgs ||
+      (m.category == Category::kMedium && m.len > max_medium) ||
+      (m.category == Category::kLong && m.len > kMaxLong)) {
+    FatalErrorF(
+        "ibv conduit: a %s of %u arguments and %zu payload bytes (at most %u "
+        "arguments, Medium %zu, Long %zu bytes)",
+        request ? "Request" : "Reply", m.nargs, m.len, am::kMaxArgs, max_medium,
+        kMaxLong);
+  }
+}
+
+}  // namespace
+
+core::SendStatus IbvConduit::Request(Rank dest, const core::Outbound& m,
+                                     bool immediate) {
+  if (ABSL_PREDICT_FALSE(dest >= size_ || peers_[dest] == nullptr)) {
+    if (dest < size_ && !settings_.connectfile_in.empty()) {
+      FatalErrorF(
+          "ibv conduit: rank %u has no connection to rank %u: "
+          "GASNET_CONNECTFILE_IN=%s does not name one, and this conduit does "
+          "not yet make connections on demand (GASNET_CONNECT_DYNAMIC)",
+          rank_, dest, settings_.connectfile_in);
+    }
+    FatalErrorF("ibv conduit: rank %u is not a conduit peer of rank %u", dest,
+                rank_);
+  }
+  return Send(dest, nullptr, m, /*credits_only=*/false, immediate);
+}
+
+core::SendStatus IbvConduit::Reply(void* reply, const core::Outbound& m,
+                                   bool immediate) {
+  auto* handle = static_cast<ReplyHandle*>(reply);
+  return Send(handle->source, handle, m, /*credits_only=*/false, immediate);
+}
+
+void IbvConduit::SendCredits(Rank dest) {
+  core::Outbound m;
+  ReplyHandle handle{dest, false};
+  if (Send(dest, &handle, m, /*credits_only=*/true,
+           /*immediate=*/exit::ExitInProgress()) == SendStatus::kOk) {
+    counters_.credit_messages_sent.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool IbvConduit::TakeCredit(Rank dest, bool immediate) {
+  if (credits_->TryAcquire(dest)) return true;
+  counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
+  if (immediate) return false;
+  do {
+    WaitRound([&] { return Progress(/*replies_only=*/false); });
+  } while (!credits_->TryAcquire(dest));
+  return true;
+}
+
+core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
+                                  const core::Outbound& m, bool credits_only,
+                                  bool immediate) {
+  if (closed_.load(std::memory_order_relaxed)) return SendStatus::kOk;
+  const bool request = reply == nullptr;
+  const bool is_long = m.category == Category::kLong;
+  CheckOutbound(request, m, settings_.max_medium);
+  const bool replies_only = !request;
+  const bool long_by_rdma = is_long && m.len > packed_long_;
+  const size_t inline_len =
+      (m.category == Category::kShort || long_by_rdma) ? 0 : m.len;
+  const size_t payload_at = PayloadOffset(m.nargs);
+  const size_t total =
+      inline_len != 0 ? payload_at + inline_len : ArgsEnd(m.nargs);
+  Peer& peer = *peers_[dest];
+  Qp& qp = *peer.qps[0];
+  peer.used = true;
+
+  if (request && !TakeCredit(dest, immediate)) return SendStatus::kWouldBlock;
+  const bool use_inline = total <= inline_limit_;
+  // A Long's payload first, by RDMA WRITE on the same QP: RC delivers it
+  // before the header that follows. The source may be reused only once
+  // the write has completed.
+  rma::Counter written;
+  if (long_by_rdma) {
+    CheckInSegment("AM Long", dest, reinterpret_cast<void*>(m.long_dest),
+                   m.len);
+    written.Start(1);
+    Rdma(dest, /*write=*/true, const_cast<void*>(m.payload), m.long_dest, m.len,
+         written, replies_only, /*qp_index=*/0);
+  }
+  Op* op;
+  if (!ReserveWaiting(qp, !use_inline, immediate && !long_by_rdma, replies_only,
+                      &op)) {
+    if (request) credits_->Grant(dest, 1);
+    return SendStatus::kWouldBlock;
+  }
+  alignas(8) unsigned char local[512];
+  unsigned char* msg =
+      use_inline ? local : bbufs_ + size_t{op->bbuf} * buffer_size_;
+  WireHeader h{};
+  h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3) |
+            (request ? kFlagRequest : 0) |
+            (credits_only ? kFlagCreditsOnly : 0) |
+            (long_by_rdma ? kFlagLongByRdma : 0);
+  h.handler = m.handler;
+  h.nargs = m.nargs;
+  h.source = rank_;
+  h.len = static_cast<uint32_t>(m.len);
+  h.long_dest = m.long_dest;
+  if (m.nargs != 0) {
+    std::memcpy(msg + sizeof h, m.args, 4 * size_t{m.nargs});
+  }
+  if (inline_len != 0) {
+    std::memset(msg + ArgsEnd(m.nargs), 0, payload_at - ArgsEnd(m.nargs));
+    std::memcpy(msg + payload_at, m.payload, inline_len);
+  }
+  op->what = request ? "an AM Request" : "an AM Reply";
+  {
+    std::lock_guard<MaybeMutex> lock(lock_);
+    // The credits are taken last, under the lock, so that what is banked
+    // travels once.
+    h.credits = credits_->TakeBanked(dest) + (request || credits_only ? 0 : 1);
+    std::memcpy(msg, &h, sizeof h);
+    if (request) PostReplyBuffers(peer, dest);
+    verbs::Sge sge;
+    sge.addr = reinterpret_cast<uint64_t>(msg);
+    sge.length = static_cast<uint32_t>(total);
+    sge.lkey = use_inline ? 0 : rails_[qp.rail]->bbuf_mr->lkey();
+    verbs::SendWr wr;
+    wr.opcode = verbs::Opcode::kSend;
+    wr.flags = use_inline ? verbs::kSendInline : 0;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    PostSend(qp, op, wr);
+  }
+  if (use_inline) {
+    counters_.inline_sends.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!credits_only) {
+    if (request) {
+      counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      reply->replied = true;
+      counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (long_by_rdma) WaitCounter(written, replies_only);
+  return SendStatus::kOk;
+}
+
+// ---------------------------------------------------------------------------
+// RMA.
+
+absl::Status IbvConduit::AttachSegment(void* base, size_t size) {
+  RemoteSegment mine;
+  if (base != nullptr && size != 0) {
+    for (size_t i = 0; i < rails_.size(); ++i) {
+      absl::StatusOr<std::unique_ptr<verbs::MemoryRegion>> mr =
+          rails_[i]->pd->RegisterMemory(
+              base, size,
+              verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite |
+                  verbs::kAccessRemoteRead | verbs::kAccessRemoteAtomic);
+      if (!mr.ok()) {
+        return absl::Status(
+            mr.status().code(),
+            absl::StrFormat("ibv conduit: rank %u: registering the segment "
+                            "[%p, +%zu) on %s: %s",
+                            rank_, base, size, rails_[i]->port.device,
+                            mr.status().message()));
+      }
+      rails_[i]->segment_mr = *std::move(mr);
+      mine.rkey[i] = rails_[i]->segment_mr->rkey();
+    }
+    mine.base = reinterpret_cast<uint64_t>(base);
+    mine.size = size;
+    segment_base_ = reinterpret_cast<uintptr_t>(base);
+    segment_size_ = size;
+  }
+  segments_.assign(size_, RemoteSegment{});
+  bootstrap_->Allgather(&mine, sizeof mine, segments_.data());
+  return absl::OkStatus();
+}
+
+void IbvConduit::CheckInSegment(const char* call, Rank rank,
+                                const void* address, size_t len) const {
+  if (rank >= size_ || peers_[rank] == nullptr || rank >= segments_.size()) {
+    FatalErrorF(
+        "ibv conduit: %s: rank %u has no segment this rank can reach over "
+        "verbs (job of %u; segments attached: %s)",
+        call, rank, size_, segments_.empty() ? "no" : "yes");
+  }
+  const RemoteSegment& s = segments_[rank];
+  const uint64_t a = reinterpret_cast<uint64_t>(address);
+  if (a < s.base || len > s.size || a - s.base > s.size - len) {
+    FatalErrorF(
+        "ibv conduit: %s: [%p, +%zu) is outside rank %u's segment [%p, +%llu)",
+        call, address, len, rank, reinterpret_cast<void*>(s.base),
+        static_cast<unsigned long long>(s.size));
+  }
+}
+
+bool IbvConduit::KnownKey(uint32_t rail, const void* addr, size_t len,
+                          uint32_t* lkey) const {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  const Rail& r = *rails_[rail];
+  if (r.segment_mr != nullptr && a >= segment_base_ && len <= segment_size_ &&
+      a - segment_base_ <= segment_size_ - len) {
+    *lkey = r.segment_mr->lkey();
+    return true;
+  }
+  const auto b = reinterpret_cast<uintptr_t>(bbufs_);
+  if (a >= b && len <= bbufs_bytes_ && a - b <= bbufs_bytes_ - len) {
+    *lkey = r.bbuf_mr->lkey();
+    return true;
+  }
+  return false;
+}
+
+void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
+                      size_t len, rma::Counter& rc, bool replies_only,
+                      int qp_index, rma::Counter* lc) {
+  Peer& peer = *peers_[rank];
+  peer.used = true;
+  const size_t stripe =
+      write ? settings_.put_stripe_sz : settings_.get_stripe_sz;
+  const bool striping = qp_index < 0 && stripe != 0 && peer.qps.size() > 1;
+  uint32_t q = qp_index >= 0 ? static_cast<uint32_t>(qp_index)
+                             : peer.next_qp++ % peer.qps.size();
+  // A Put small enough is copied into send buffers, so its source is free
+  // at once (GASNET_NONBULKPUT_BOUNCE_LIMIT).
+  const bool bounce_put =
+      write && lc != nullptr && len <= settings_.nonbulkput_bounce_limit;
+  size_t done = 0;
+  bool first = true;
+  while (done < len) {
+    Qp& qp = *peer.qps[q];
+    const uint32_t rail = qp.rail;
+    auto* at = static_cast<unsigned char*>(local) + done;
+    size_t piece = std::min(len - done, kMaxPiece);
+    if (striping) piece = std::min(piece, stripe);
+    uint32_t lkey = 0;
+    enum { kDirect, kBounce, kPinned } how = kDirect;
+    if (KnownKey(rail, at, piece, &lkey)) {
+      how = kDirect;
+    } else if (bounce_put || (!write && piece <= buffer_size_) ||
+               firehose_.empty()) {
+      how = kBounce;
+      piece = std::min(piece, buffer_size_);
+    } else {
+      how = kPinned;
+      piece =
+          firehose_[rail]->Acquirable(reinterpret_cast<uintptr_t>(at), piece);
+    }
+    if (!first) {
+      rc.Start(1);
+      if (lc != nullptr) lc->Start(1);
+    }
+    first = false;
+    firehose::LocalCache::Hold hold;
+    if (how == kPinned) {
+      absl::StatusOr<firehose::LocalCache::Hold> h =
+          firehose_[rail]->Acquire(reinterpret_cast<uintptr_t>(at), piece,
+                                   [&] { Progress(replies_only); });
+      if (!h.ok()) {
+        FatalErrorF(
+            "ibv conduit: rank %u: pinning [%p, +%zu) for %s rank %u: %s",
+            rank_, at, piece, write ? "a Put to" : "a Get from", rank,
+            h.status().message());
+      }
+      hold = *h;
+      lkey = static_cast<uint32_t>(hold.local_key());
+    }
+    Op* op;
+    ReserveWaiting(qp, how == kBounce, /*immediate=*/false, replies_only, &op);
+    op->what = write ? "an RDMA write" : "an RDMA read";
+    op->rc = &rc;
+    if (how == kPinned) {
+      op->cache = firehose_[rail].get();
+      op->hold = hold;
+    }
+    verbs::Sge sge;
+    sge.addr = reinterpret_cast<uint64_t>(at);
+    sge.length = static_cast<uint32_t>(piece);
+    sge.lkey = lkey;
+    if (how == kBounce) {
+      unsigned char* b = bbufs_ + size_t{op->bbuf} * buffer_size_;
+      sge.addr = reinterpret_cast<uint64_t>(b);
+      sge.lkey = rails_[rail]->bbuf_mr->lkey();
+      if (write) {
+        std::memcpy(b, at, piece);
+        counters_.bounced_puts.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        op->copy_to = at;
+        op->copy_len = piece;
+      }
+    }
+    if (lc != nullptr) {
+      if (how == kBounce && write) {
+        lc->Complete();  // the source was copied: free now
+      } else {
+        op->lc = lc;
+      }
+    }
+    verbs::SendWr wr;
+    wr.opcode = write ? verbs::Opcode::kRdmaWrite : verbs::Opcode::kRdmaRead;
+    wr.flags = settings_.use_fenced_puts && write ? verbs::kSendFence : 0;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.remote_addr = remote + done;
+    wr.rkey = segments_[rank].rkey[rail];
+    {
+      std::lock_guard<MaybeMutex> lock(lock_);
+      PostSend(qp, op, wr);
+    }
+    (write ? counters_.puts : counters_.gets)
+        .fetch_add(1, std::memory_order_relaxed);
+    done += piece;
+    if (striping) q = (q + 1) % peer.qps.size();
+  }
+}
+
+bool IbvConduit::Put(Rank rank, void* dest, const void* src, size_t len,
+                     bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  (void)immediate;
+  if (closed_.load(std::memory_order_relaxed)) {
+    FatalError("ibv conduit: Put after the conduit was closed");
+  }
+  if (len == 0) {
+    if (lc != nullptr) lc->Complete();
+    rc.Complete();
+    return true;
+  }
+  CheckInSegment("Put", rank, dest, len);
+  // Without `lc` the source must be reusable on return.
+  rma::Counter local;
+  rma::Counter* local_done = lc;
+  if (local_done == nullptr) {
+    local.Start(1);
+    local_done = &local;
+  }
+  Rdma(rank, /*write=*/true, const_cast<void*>(src),
+       reinterpret_cast<uint64_t>(dest), len, rc, /*replies_only=*/false,
+       /*qp_index=*/-1, local_done);
+  if (local_done == &local) WaitCounter(local, /*replies_only=*/false);
+  return true;
+}
+
+bool IbvConduit::Get(void* dest, Rank rank, const void* src, size_t len,
+                     bool immediate, rma::Counter& rc) {
+  (void)immediate;
+  if (closed_.load(std::memory_order_relaxed)) {
+    FatalError("ibv conduit: Get after the conduit was closed");
+  }
+  if (len == 0) {
+    rc.Complete();
+    return true;
+  }
+  CheckInSegment("Get", rank, src, len);
+  Rdma(rank, /*write=*/false, dest, reinterpret_cast<uint64_t>(src), len, rc,
+       /*replies_only=*/false, /*qp_index=*/-1, nullptr);
+  return true;
+}
+
+}  // namespace gexrt::ibv
+
+namespace gexrt::core {
+
+std::unique_ptr<Conduit> CreateConduit() {
+  return std::make_unique<ibv::IbvConduit>();
+}
+
+}  // namespace gexrt::core

@@ -1,0 +1,270 @@
+// The ibv conduit: core::Conduit over InfiniBand verbs, for the ranks
+// outside this rank's supernode (README.md: ports, settings, limits).
+//
+// Everything goes through the narrow verbs interface of ./verbs, so the
+// same code runs on a real HCA (libibverbs) and on the software device the
+// test suite uses where none exists (GASNET_IBV_SOFTWARE_DEVICE).
+//
+// Rails: one per chosen port (ports.h), each its own device context,
+// protection domain, send and receive completion queues, and (with SRQ)
+// shared receive queue; the segment and the AM buffers are registered on
+// every rail. To each peer go GASNET_NUM_QPS reliable-connected QPs (one
+// per rail by default), created and connected at Init through the
+// bootstrap exchange (static connections; GASNET_CONNECTFILE_IN limits
+// which, GASNET_CONNECTFILE_OUT records them). Active Messages travel on
+// a peer's first QP; RMA is striped over all of them.
+//
+// Active Messages (the seed's Core API section): every message is a SEND
+// of our header, the arguments and a Medium's (or a packed Long's)
+// payload, inline when it fits GASNET_INLINESEND_LIMIT, else from a
+// registered send buffer (GASNET_BBUF_COUNT). A larger Long is an RDMA
+// WRITE into the target's segment followed by its header on the same QP
+// (RC delivers them in order). Flow control by am::Credits: a Request
+// takes a credit; the target posts a replacement receive buffer before
+// running a Request handler (from GASNET_RBUF_SPARES; with none left it
+// copies the message out and reposts the same buffer); the Reply, or the
+// banked credit on the next message back, or an explicit credit message
+// (the SYS_ack) past GASNET_AM_CREDITS_SLACK, returns it. Receive buffers:
+// credits-per-peer preposted for a peer's Requests, and one more posted
+// for each Request in flight for its Reply, so no send ever meets an empty
+// receive queue (RNR). With SRQ, one shared queue of GASNET_RBUF_COUNT
+// buffers per rail is reposted before each handler instead.
+//
+// RMA: RDMA WRITE and READ between registered memory. A local buffer in
+// the segment or the AM buffers uses their registration; a Put of at most
+// GASNET_NONBULKPUT_BOUNCE_LIMIT bytes from elsewhere is copied into send
+// buffers (its source is free at once); anything else is pinned through
+// firehose's local cache (GASNET_FIREHOSE_*), one per rail, and unpinned
+// lazily. Transfers above GASNET_PUT_STRIPE_SZ / GASNET_GET_STRIPE_SZ are
+// split over the peer's QPs.
+//
+// Threads: in PAR mode one lock serialises the verbs calls and the
+// bookkeeping (a real HCA driver takes one per queue anyway); handlers run
+// outside it. Progress threads (GASNET_RCV_THREAD, GASNET_SND_THREAD)
+// block on the completion queues (RequestNotify/WaitNotify) and poll.
+#ifndef GEX_CONDUIT_IBV_IBV_CONDUIT_H_
+#define GEX_CONDUIT_IBV_IBV_CONDUIT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "am/credits.h"
+#include "base/wait_policy.h"
+#include "conduit/ibv/ports.h"
+#include "conduit/ibv/settings.h"
+#include "conduit/ibv/verbs/select.h"
+#include "conduit/ibv/verbs/verbs.h"
+#include "core/conduit.h"
+#include "firehose/local_cache.h"
+
+namespace gexrt::ibv {
+
+// What the conduit has done (a snapshot), for tests and statistics.
+struct IbvStats {
+  uint64_t requests_sent = 0;
+  uint64_t replies_sent = 0;
+  uint64_t credit_messages_sent = 0;  // explicit credit messages (SYS_ack)
+  uint64_t credit_waits = 0;          // Requests that found no credit
+  uint64_t inline_sends = 0;
+  uint64_t copy_outs = 0;       // Requests copied out: no spare buffer
+  uint64_t reply_buffers = 0;   // receive buffers posted for Replies
+  uint64_t puts = 0, gets = 0;  // RDMA operations (WRs)
+  uint64_t bounced_puts = 0;
+  uint64_t firehose_hits = 0, firehose_misses = 0;
+  uint64_t firehose_evictions = 0;
+  // The software device's counters for this rank's contexts (0 on an HCA).
+  uint64_t rnr_naks = 0;
+  uint64_t transport_retries = 0;
+};
+
+class IbvConduit final : public core::Conduit {
+ public:
+  IbvConduit();
+  ~IbvConduit() override;
+  IbvConduit(const IbvConduit&) = delete;
+  IbvConduit& operator=(const IbvConduit&) = delete;
+
+  const char* name() const override { return "ibv"; }
+  core::Capabilities capabilities() const override;
+  absl::Status Init(const core::InitArgs& args) override;
+  size_t MaxMedium() const override { return settings_.max_medium; }
+  size_t MaxLong() const override;
+  core::SendStatus Request(Rank dest, const core::Outbound& m,
+                           bool immediate) override;
+  core::SendStatus Reply(void* reply, const core::Outbound& m,
+                         bool immediate) override;
+  int Poll() override;
+  absl::Status AttachSegment(void* base, size_t size) override;
+  bool Put(Rank rank, void* dest, const void* src, size_t len, bool immediate,
+           rma::Counter& rc, rma::Counter* lc) override;
+  bool Get(void* dest, Rank rank, const void* src, size_t len, bool immediate,
+           rma::Counter& rc) override;
+  void Fini() override;
+
+  IbvStats stats() const;
+
+  // Internal types (ibv_conduit.cc).
+  struct Rail;
+  struct Qp;
+  struct Peer;
+  struct Op;
+  struct ReplyHandle;
+  class Pinner;
+  class ProgressThread;
+
+ private:
+  // A lock that is a lock only in PAR mode.
+  class MaybeMutex {
+   public:
+    void lock() {
+      if (on_) m_.lock();
+    }
+    void unlock() {
+      if (on_) m_.unlock();
+    }
+    void Enable(bool on) { on_ = on; }
+
+   private:
+    std::mutex m_;
+    bool on_ = false;
+  };
+
+  absl::Status OpenRails(const std::string& job_key, const NodeMap& map);
+  absl::Status CreateBuffers();
+  absl::Status ConnectPeers(const NodeMap& map);
+  absl::Status ConnectQp(Qp& qp, const verbs::QpAddress& remote,
+                         const Rail& rail);
+
+  // Sending.
+  core::SendStatus Send(Rank dest, ReplyHandle* reply, const core::Outbound& m,
+                        bool credits_only, bool immediate);
+  void SendCredits(Rank dest);
+  bool TakeCredit(Rank dest, bool immediate);
+  // Under lock_: room on `qp`'s send queue and in the network depth, and an
+  // Op (and a send buffer when `need_buffer`); false when there is none.
+  bool Reserve(Qp& qp, bool need_buffer, Op** op);
+  // Waits (polling) until Reserve succeeds; false only when `immediate`.
+  bool ReserveWaiting(Qp& qp, bool need_buffer, bool immediate,
+                      bool replies_only, Op** op);
+  // Posts `wr` on `qp` for `op` (under lock_); fatal on refusal.
+  void PostSend(Qp& qp, Op* op, verbs::SendWr& wr);
+  void ReleaseOp(Op* op);
+  // Under lock_: keeps a peer's first QP holding enough receive buffers
+  // for the Replies to the Requests in flight to it.
+  void PostReplyBuffers(Peer& peer, Rank dest);
+  bool PostReceive(Rail& rail, Qp* qp, uint32_t buffer);
+  // Under lock_: a receive buffer back to the spares, or the rest.
+  void ReturnBuffer(uint32_t buffer);
+
+  // Receiving and completions.
+  int PollSendCqs();
+  int PollReceives(bool replies_only, int budget);
+  void Deliver(Rank source, const unsigned char* msg, size_t len);
+  int Progress(bool replies_only);
+  void WaitCounter(const rma::Counter& c, bool replies_only);
+  void CheckAsyncEvents();
+
+  // RMA.
+  // The lkey of [addr, +len) on `rail` if it is registered memory of ours
+  // (segment or AM buffers), else 0 and false.
+  bool KnownKey(uint32_t rail, const void* addr, size_t len,
+                uint32_t* lkey) const;
+  // RDMA WRITE (`write`) or READ between `local` and `remote` in `rank`'s
+  // segment, in pieces: `rc` (and `lc`, when not null) get one Complete()
+  // per Start() the caller made, and this adds a Start() for every piece
+  // after the first. `qp_index` pins the QP (a Long's payload must precede
+  // its header on the AM QP); -1 rotates or stripes.
+  void Rdma(Rank rank, bool write, void* local, uint64_t remote, size_t len,
+            rma::Counter& rc, bool replies_only, int qp_index,
+            rma::Counter* lc = nullptr);
+  void CheckInSegment(const char* call, Rank rank, const void* address,
+                      size_t len) const;
+
+  void PrintStats() const;
+  void StopThreads();
+
+  template <typename PollFn>
+  void WaitRound(PollFn&& poll) {
+    WaitPolicy::Round round(*waits_);
+    round.PauseIfIdle(poll() != 0);
+  }
+
+  Settings settings_;
+  bool thread_safe_ = false;
+  WaitPolicy* waits_ = nullptr;
+  WaitPolicy own_waits_;
+  Rank rank_ = 0;
+  Rank size_ = 0;
+  core::Sink sink_;
+  core::OtherProgress others_;
+  Bootstrap* bootstrap_ = nullptr;
+  bool software_ = false;
+  bool use_srq_ = false;
+  uint32_t inline_limit_ = 0;
+  size_t buffer_size_ = 0;  // one AM buffer: headers + max_medium
+  size_t packed_long_ = 0;  // the largest Long sent in its header's message
+
+  verbs::Selection selection_;
+  std::vector<std::unique_ptr<Rail>> rails_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // null: not a conduit peer
+  absl::flat_hash_map<uint32_t, Qp*> qp_by_num_;
+  std::vector<Rank> connected_;  // the peers with QPs
+
+  // The AM buffers: one allocation each for receive and send buffers,
+  // registered on every rail.
+  unsigned char* rbufs_ = nullptr;
+  unsigned char* bbufs_ = nullptr;
+  size_t rbufs_bytes_ = 0;
+  size_t bbufs_bytes_ = 0;
+  std::vector<uint32_t> spares_;    // unposted receive buffers, the reserve
+  std::vector<uint32_t> unposted_;  // unposted receive buffers, the rest
+  std::vector<uint32_t> free_bbufs_;
+  std::vector<std::unique_ptr<Op>> ops_;
+  std::vector<Op*> free_ops_;
+  uint32_t sends_in_flight_ = 0;  // under lock_, against NETWORKDEPTH_TOTAL
+
+  // Requests received during a Reply's wait, delivered by the next full
+  // poll: (buffer, source, length); the buffer was replaced already.
+  struct Deferred {
+    uint32_t buffer;
+    bool copied;
+    std::unique_ptr<unsigned char[]> copy;
+    size_t len;
+  };
+  std::vector<Deferred> deferred_;
+
+  // The segment and everyone's.
+  uintptr_t segment_base_ = 0;
+  size_t segment_size_ = 0;
+  struct RemoteSegment {
+    uint64_t base = 0;
+    uint64_t size = 0;
+    uint32_t rkey[8] = {};
+  };
+  std::vector<RemoteSegment> segments_;
+
+  std::unique_ptr<am::Credits> credits_;
+  MaybeMutex lock_;
+  std::vector<std::unique_ptr<Pinner>> pinners_;
+  std::vector<std::unique_ptr<firehose::LocalCache>> firehose_;
+  std::vector<std::unique_ptr<ProgressThread>> threads_;
+
+  std::atomic<bool> closed_{false};
+  struct Counters {
+    std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
+        credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},
+        reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0};
+  };
+  Counters counters_;
+};
+
+}  // namespace gexrt::ibv
+
+#endif  // GEX_CONDUIT_IBV_IBV_CONDUIT_H_
