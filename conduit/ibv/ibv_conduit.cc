@@ -522,6 +522,14 @@ absl::Status IbvConduit::ConnectQp(Qp& qp, const verbs::QpAddress& remote,
 }
 
 absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
+  if (!settings_.connect_static) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "ibv conduit: rank %u: GASNET_CONNECT_STATIC=0 asks for connections "
+        "made on demand only, which this conduit does not make yet "
+        "(GASNET_CONNECT_DYNAMIC); leave GASNET_CONNECT_STATIC unset, or "
+        "limit the static connections with GASNET_CONNECTFILE_IN",
+        rank_));
+  }
   // Which peers are connected at start-up: every conduit peer, or those
   // GASNET_CONNECTFILE_IN names (either side's file names a connection).
   std::vector<unsigned char> want(size_, 0);
@@ -714,6 +722,7 @@ IbvStats IbvConduit::stats() const {
   s.puts = counters_.puts.load();
   s.gets = counters_.gets.load();
   s.bounced_puts = counters_.bounced_puts.load();
+  s.piggybacked_credits = counters_.piggybacked_credits.load();
   for (const auto& cache : firehose_) {
     const firehose::LocalCache::Stats f = cache->stats();
     s.firehose_hits += f.hits;
@@ -734,7 +743,8 @@ void IbvConduit::PrintStats() const {
   const IbvStats s = stats();
   std::printf(
       "ibv: rank %u: requests %llu replies %llu credit_messages %llu "
-      "credit_waits %llu inline %llu copy_outs %llu reply_buffers %llu "
+      "credit_waits %llu piggybacked_credits %llu inline %llu copy_outs %llu "
+      "reply_buffers %llu "
       "puts %llu gets %llu bounced_puts %llu firehose_hits %llu "
       "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
       "transport_retries %llu srq %d rails %zu device %s\n",
@@ -742,6 +752,7 @@ void IbvConduit::PrintStats() const {
       static_cast<unsigned long long>(s.replies_sent),
       static_cast<unsigned long long>(s.credit_messages_sent),
       static_cast<unsigned long long>(s.credit_waits),
+      static_cast<unsigned long long>(s.piggybacked_credits),
       static_cast<unsigned long long>(s.inline_sends),
       static_cast<unsigned long long>(s.copy_outs),
       static_cast<unsigned long long>(s.reply_buffers),

@@ -72,6 +72,8 @@ struct IbvStats {
   uint64_t replies_sent = 0;
   uint64_t credit_messages_sent = 0;  // explicit credit messages (SYS_ack)
   uint64_t credit_waits = 0;          // Requests that found no credit
+  // Banked credits that rode back on a Request or Reply (not a SYS_ack).
+  uint64_t piggybacked_credits = 0;
   uint64_t inline_sends = 0;
   uint64_t copy_outs = 0;       // Requests copied out: no spare buffer
   uint64_t reply_buffers = 0;   // receive buffers posted for Replies
@@ -260,7 +262,8 @@ class IbvConduit final : public core::Conduit {
   struct Counters {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
         credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},
-        reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0};
+        reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0},
+        piggybacked_credits{0};
   };
   Counters counters_;
 };
