@@ -172,6 +172,13 @@ class IbvConduit::ProgressThread {
   void Stop() {
     if (!thread_.joinable()) return;
     stop_.store(true);
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      // The job is ending from one of this thread's handlers (an exit
+      // request arrived): it cannot join itself, and it never returns to
+      // its loop (the process ends).
+      thread_.detach();
+      return;
+    }
     cq_->Interrupt();
     thread_.join();
   }
@@ -606,7 +613,9 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
       qp->local.qpn = qp->qp->qp_num();
       qp->local.psn = random() & 0xffffff;
       out[size_t{r} * most + j] = qp->local;
-      qp_by_num_[qp->local.qpn] = qp.get();
+      // Only the AM QPs receive, all on rail 0 (QP numbers are per
+      // device, so another rail's may repeat one).
+      if (j == 0) qp_by_num_[qp->local.qpn] = qp.get();
       peer->qps.push_back(std::move(qp));
     }
     // The AM QP gets a Request buffer per credit before anyone sends.
@@ -771,7 +780,8 @@ void IbvConduit::PrintStats() const {
 // ---------------------------------------------------------------------------
 // Work requests and their completions.
 
-bool IbvConduit::PostReceive(Rail& rail, Qp* qp, uint32_t buffer) {
+bool IbvConduit::PostReceive(Rail& rail, Qp* qp, uint32_t buffer,
+                             bool counted) {
   verbs::Sge sge;
   sge.addr = reinterpret_cast<uint64_t>(rbufs_ + size_t{buffer} * buffer_size_);
   sge.length = static_cast<uint32_t>(buffer_size_);
@@ -787,7 +797,7 @@ bool IbvConduit::PostReceive(Rail& rail, Qp* qp, uint32_t buffer) {
     FatalErrorF("ibv conduit: rank %u: posting a receive buffer: %s", rank_,
                 s.message());
   }
-  if (qp != nullptr) ++qp->posted;
+  if (qp != nullptr && !counted) ++qp->posted;
   return true;
 }
 
@@ -978,7 +988,10 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
                     polled.status().message());
       }
       got = *polled;
-      // The counts first: the buffers have left their queue.
+      // The counts first: the buffers have left their queue. A Request's
+      // stays counted: its replacement is posted below, before its
+      // handler, and another thread topping up Reply buffers meanwhile
+      // must not take that place (the queue would then overflow).
       for (size_t i = 0; i < got && !use_srq_; ++i) {
         if (wc[i].status != verbs::WcStatus::kSuccess) continue;
         auto it = qp_by_num_.find(wc[i].qp_num);
@@ -986,7 +999,9 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
           FatalErrorF("ibv conduit: rank %u: a message on unknown QP %u", rank_,
                       wc[i].qp_num);
         }
-        --it->second->posted;
+        WireHeader h;
+        std::memcpy(&h, rbufs_ + wc[i].wr_id * buffer_size_, sizeof h);
+        if ((h.flags & kFlagRequest) == 0) --it->second->posted;
       }
     }
     if (got == 0) break;
@@ -1021,12 +1036,12 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
         if (!spares_.empty()) {
           const uint32_t spare = spares_.back();
           spares_.pop_back();
-          PostReceive(rail, qp, spare);
+          PostReceive(rail, qp, spare, /*counted=*/true);
         } else {
           copy.reset(new unsigned char[c.byte_len]);
           std::memcpy(copy.get(), msg, c.byte_len);
           msg = copy.get();
-          PostReceive(rail, qp, buffer);
+          PostReceive(rail, qp, buffer, /*counted=*/true);
           buffer = kNoBuffer;
           counters_.copy_outs.fetch_add(1, std::memory_order_relaxed);
         }
@@ -1132,9 +1147,9 @@ int IbvConduit::Progress(bool replies_only) {
   return n + others_.Poll(replies_only);
 }
 
-void IbvConduit::WaitCounter(const rma::Counter& c, bool replies_only) {
+void IbvConduit::WaitSent(const rma::Counter& c) {
   while (!c.Done()) {
-    WaitRound([&] { return Progress(replies_only); });
+    WaitRound([&] { return PollSendCqs(); });
   }
 }
 
@@ -1260,7 +1275,12 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
     std::lock_guard<MaybeMutex> lock(lock_);
     // The credits are taken last, under the lock, so that what is banked
     // travels once.
-    h.credits = credits_->TakeBanked(dest) + (request || credits_only ? 0 : 1);
+    const uint32_t banked = credits_->TakeBanked(dest);
+    h.credits = banked + (request || credits_only ? 0 : 1);
+    if (banked != 0 && !credits_only) {
+      counters_.piggybacked_credits.fetch_add(banked,
+                                              std::memory_order_relaxed);
+    }
     std::memcpy(msg, &h, sizeof h);
     if (request) PostReplyBuffers(peer, dest);
     verbs::Sge sge;
@@ -1285,7 +1305,7 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
       counters_.replies_sent.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (long_by_rdma) WaitCounter(written, replies_only);
+  if (long_by_rdma) WaitSent(written);
   return SendStatus::kOk;
 }
 
@@ -1482,7 +1502,7 @@ bool IbvConduit::Put(Rank rank, void* dest, const void* src, size_t len,
   Rdma(rank, /*write=*/true, const_cast<void*>(src),
        reinterpret_cast<uint64_t>(dest), len, rc, /*replies_only=*/false,
        /*qp_index=*/-1, local_done);
-  if (local_done == &local) WaitCounter(local, /*replies_only=*/false);
+  if (local_done == &local) WaitSent(local);
   return true;
 }
 

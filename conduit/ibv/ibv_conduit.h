@@ -161,7 +161,8 @@ class IbvConduit final : public core::Conduit {
   // Under lock_: keeps a peer's first QP holding enough receive buffers
   // for the Replies to the Requests in flight to it.
   void PostReplyBuffers(Peer& peer, Rank dest);
-  bool PostReceive(Rail& rail, Qp* qp, uint32_t buffer);
+  // `counted`: qp->posted already counts it (a Request's replacement).
+  bool PostReceive(Rail& rail, Qp* qp, uint32_t buffer, bool counted = false);
   // Under lock_: a receive buffer back to the spares, or the rest.
   void ReturnBuffer(uint32_t buffer);
 
@@ -170,7 +171,11 @@ class IbvConduit final : public core::Conduit {
   int PollReceives(bool replies_only, int budget);
   void Deliver(Rank source, const unsigned char* msg, size_t len);
   int Progress(bool replies_only);
-  void WaitCounter(const rma::Counter& c, bool replies_only);
+  // Waits for work requests of ours to complete (an RDMA WRITE whose
+  // source must be free when the call returns) polling the send queues
+  // only: their completion needs nobody's handler, and a send call that
+  // ran handlers could run the Reply to its own Request before returning.
+  void WaitSent(const rma::Counter& c);
   void CheckAsyncEvents();
 
   // RMA.
