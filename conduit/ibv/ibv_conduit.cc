@@ -108,9 +108,33 @@ struct IbvConduit::Qp {
 };
 
 struct IbvConduit::Peer {
+  // kNone: QPs not created. kPending: this rank sent a REQ and waits for
+  // the REP. kAwaitRtu: this rank answered a REQ (its QPs are ready) and
+  // waits for the RTU saying the peer's are. kConnected: both are.
+  enum State : uint8_t { kNone, kPending, kAwaitRtu, kConnected };
   std::vector<std::unique_ptr<Qp>> qps;  // [0] carries the AMs
-  uint32_t next_qp = 0;                  // RMA without striping: rotates
-  bool used = false;                     // for GASNET_CONNECTFILE_OUT
+  std::atomic<uint8_t> state{kNone};
+  uint32_t next_qp = 0;  // RMA without striping: rotates
+  bool used = false;     // for GASNET_CONNECTFILE_OUT
+};
+
+// Dynamic connections: one UD QP per rank (rail 0) carrying the handshake
+// (REQ, REP, RTU) that connects a pair's RC QPs on first use.
+struct IbvConduit::Ud {
+  struct Address {
+    uint16_t lid = 0;
+    verbs::Gid gid;
+    uint32_t qpn = 0;
+  };
+  std::unique_ptr<verbs::CompletionQueue> cq;
+  std::unique_ptr<verbs::QueuePair> qp;
+  unsigned char* buffers = nullptr;  // receives, then sends
+  size_t bytes = 0;
+  std::unique_ptr<verbs::MemoryRegion> mr;
+  std::vector<uint32_t> free_sends;
+  std::vector<Address> addresses;                              // every rank's
+  std::vector<std::unique_ptr<verbs::AddressHandle>> handles;  // by rank
+  uint32_t qkey = 0;
 };
 
 // One send work request in flight.
@@ -528,17 +552,94 @@ absl::Status IbvConduit::ConnectQp(Qp& qp, const verbs::QpAddress& remote,
   return qp.qp->ToRts(rts);
 }
 
+absl::StatusOr<IbvConduit::Peer*> IbvConduit::CreatePeer(Rank r) {
+  auto peer = std::make_unique<Peer>();
+  const uint32_t n = std::min(qp_counts_[rank_], qp_counts_[r]);
+  const verbs::DeviceAttr& dev = rails_[0]->device;
+  const uint32_t per_peer = settings_.credits.per_peer;
+  for (uint32_t j = 0; j < n; ++j) {
+    auto qp = std::make_unique<Qp>();
+    qp->rail = j % rails_.size();
+    qp->peer = r;
+    Rail& rail = *rails_[qp->rail];
+    verbs::QpInitAttr attr;
+    attr.type = verbs::QpType::kRc;
+    attr.send_cq = rail.send_cq.get();
+    // Only the AM QP receives; the others still need a CQ.
+    attr.recv_cq = rails_[0]->recv_cq.get();
+    attr.srq = (j == 0 && use_srq_) ? rails_[0]->srq.get() : nullptr;
+    attr.max_send_wr = settings_.networkdepth_pp;
+    attr.max_recv_wr = j == 0 ? std::min(dev.max_qp_wr, 2 * per_peer + 2) : 1;
+    attr.max_inline_data = inline_limit_;
+    absl::StatusOr<std::unique_ptr<verbs::QueuePair>> q =
+        rail.pd->CreateQp(attr);
+    if (!q.ok()) {
+      return absl::Status(
+          q.status().code(),
+          absl::StrFormat("ibv conduit: rank %u: creating QP %u to rank %u "
+                          "(%zu peers so far x %u QPs): %s",
+                          rank_, j, r, connected_.size() + 1, n,
+                          q.status().message()));
+    }
+    qp->qp = *std::move(q);
+    qp->sq_depth =
+        std::min(settings_.networkdepth_pp, qp->qp->caps().max_send_wr);
+    verbs::QpInitStateAttr init;
+    init.port = rail.port.port;
+    init.access = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead |
+                  verbs::kAccessRemoteAtomic;
+    if (absl::Status s = qp->qp->ToInit(init); !s.ok()) return s;
+    qp->local.lid = rail.port.attr.lid;
+    qp->local.gid = rail.port.attr.gid;
+    qp->local.qpn = qp->qp->qp_num();
+    qp->local.psn = random_() & 0xffffff;
+    // Only the AM QPs receive, all on rail 0 (QP numbers are per
+    // device, so another rail's may repeat one).
+    if (j == 0) qp_by_num_[qp->local.qpn] = qp.get();
+    peer->qps.push_back(std::move(qp));
+  }
+  // The AM QP gets a Request buffer per credit before anyone sends.
+  if (!use_srq_) {
+    for (uint32_t i = 0; i < per_peer && !unposted_.empty(); ++i) {
+      const uint32_t b = unposted_.back();
+      unposted_.pop_back();
+      if (!PostReceive(*rails_[0], peer->qps[0].get(), b)) {
+        return absl::InternalError("ibv conduit: posting a receive failed");
+      }
+    }
+  }
+  Peer* p = peer.get();
+  peers_[r] = std::move(peer);
+  peer_of_[r].store(p, std::memory_order_release);
+  connected_.push_back(r);
+  return p;
+}
+
+absl::Status IbvConduit::ConnectPeer(Rank r, Peer& peer,
+                                     const verbs::QpAddress* remote) {
+  for (uint32_t j = 0; j < peer.qps.size(); ++j) {
+    Qp& qp = *peer.qps[j];
+    if (absl::Status s = ConnectQp(qp, remote[j], *rails_[qp.rail]); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrFormat("ibv conduit: rank %u: connecting QP %u "
+                                    "to rank %u: %s",
+                                    rank_, j, r, s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
-  if (!settings_.connect_static) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "ibv conduit: rank %u: GASNET_CONNECT_STATIC=0 asks for connections "
-        "made on demand only, which this conduit does not make yet "
-        "(GASNET_CONNECT_DYNAMIC); leave GASNET_CONNECT_STATIC unset, or "
-        "limit the static connections with GASNET_CONNECTFILE_IN",
+  if (!settings_.connect_static && !settings_.connect_dynamic) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "ibv conduit: rank %u: GASNET_CONNECT_STATIC=0 and "
+        "GASNET_CONNECT_DYNAMIC=0 leave no way to connect to a peer; enable "
+        "one of them",
         rank_));
   }
   // Which peers are connected at start-up: every conduit peer, or those
-  // GASNET_CONNECTFILE_IN names (either side's file names a connection).
+  // GASNET_CONNECTFILE_IN names (either side's file names a connection),
+  // or none (GASNET_CONNECT_STATIC=0). The rest connect on first use.
   std::vector<unsigned char> want(size_, 0);
   std::vector<bool> from_file;
   if (!settings_.connectfile_in.empty() && settings_.connect_static) {
@@ -549,88 +650,52 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
   }
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_ || map.SameSupernode(rank_, r)) continue;
-    want[r] = from_file.empty() ? (settings_.connect_static ? 1 : 0)
-                                : (from_file[r] ? 1 : 0);
+    want[r] = !settings_.connect_static ? 0
+              : from_file.empty()       ? 1
+                                        : (from_file[r] ? 1 : 0);
   }
   std::vector<unsigned char> wants(size_t{size_} * size_);
   bootstrap_->Allgather(want.data(), size_, wants.data());
   // The QPs per peer: GASNET_NUM_QPS, or one per rail; a pair uses the
   // smaller of its two counts.
-  const uint32_t mine = settings_.num_qps != 0
-                            ? settings_.num_qps
-                            : static_cast<uint32_t>(rails_.size());
-  std::vector<uint32_t> counts(size_);
-  bootstrap_->Allgather(&mine, sizeof mine, counts.data());
-  const uint32_t most = *std::max_element(counts.begin(), counts.end());
+  const uint32_t mine = std::min<uint32_t>(
+      settings_.num_qps != 0 ? settings_.num_qps
+                             : static_cast<uint32_t>(rails_.size()),
+      kMaxQpsPerPeer);
+  qp_counts_.assign(size_, 0);
+  bootstrap_->Allgather(&mine, sizeof mine, qp_counts_.data());
+  const uint32_t most = *std::max_element(qp_counts_.begin(), qp_counts_.end());
 
   peers_.resize(size_);
-  std::mt19937 random(static_cast<uint32_t>(getpid()) ^ rank_);
+  peer_of_ = std::make_unique<std::atomic<Peer*>[]>(size_);
+  conduit_peer_.assign(size_, false);
+  for (Rank r = 0; r < size_; ++r) {
+    conduit_peer_[r] = r != rank_ && !map.SameSupernode(rank_, r);
+  }
+  random_.seed(static_cast<uint32_t>(getpid()) ^ (rank_ << 16));
   std::vector<verbs::QpAddress> out(size_t{size_} * most);
-  const verbs::DeviceAttr& dev = rails_[0]->device;
-  const uint32_t per_peer = settings_.credits.per_peer;
+  // Whether any pair of the job is left to connect on demand (every rank
+  // sees the same matrix, so all agree on the UD exchange below).
+  bool dynamic_needed = false;
+  for (Rank a = 0; a < size_; ++a) {
+    for (Rank b = a + 1; b < size_; ++b) {
+      if (!map.SameSupernode(a, b) && wants[size_t{a} * size_ + b] == 0 &&
+          wants[size_t{b} * size_ + a] == 0) {
+        dynamic_needed = true;
+      }
+    }
+  }
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_ || map.SameSupernode(rank_, r)) continue;
     if (wants[size_t{rank_} * size_ + r] == 0 &&
         wants[size_t{r} * size_ + rank_] == 0) {
       continue;
     }
-    auto peer = std::make_unique<Peer>();
-    const uint32_t n = std::min(mine, counts[r]);
-    for (uint32_t j = 0; j < n; ++j) {
-      auto qp = std::make_unique<Qp>();
-      qp->rail = j % rails_.size();
-      qp->peer = r;
-      Rail& rail = *rails_[qp->rail];
-      verbs::QpInitAttr attr;
-      attr.type = verbs::QpType::kRc;
-      attr.send_cq = rail.send_cq.get();
-      // Only the AM QP receives; the others still need a CQ.
-      attr.recv_cq = rails_[0]->recv_cq.get();
-      attr.srq = (j == 0 && use_srq_) ? rails_[0]->srq.get() : nullptr;
-      attr.max_send_wr = settings_.networkdepth_pp;
-      attr.max_recv_wr = j == 0 ? std::min(dev.max_qp_wr, 2 * per_peer + 2) : 1;
-      attr.max_inline_data = inline_limit_;
-      absl::StatusOr<std::unique_ptr<verbs::QueuePair>> q =
-          rail.pd->CreateQp(attr);
-      if (!q.ok()) {
-        return absl::Status(
-            q.status().code(),
-            absl::StrFormat("ibv conduit: rank %u: creating QP %u to rank %u "
-                            "(%zu peers x GASNET_NUM_QPS=%u): %s",
-                            rank_, j, r, connected_.size() + 1, mine,
-                            q.status().message()));
-      }
-      qp->qp = *std::move(q);
-      qp->sq_depth =
-          std::min(settings_.networkdepth_pp, qp->qp->caps().max_send_wr);
-      verbs::QpInitStateAttr init;
-      init.port = rail.port.port;
-      init.access = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead |
-                    verbs::kAccessRemoteAtomic;
-      if (absl::Status s = qp->qp->ToInit(init); !s.ok()) return s;
-      qp->local.lid = rail.port.attr.lid;
-      qp->local.gid = rail.port.attr.gid;
-      qp->local.qpn = qp->qp->qp_num();
-      qp->local.psn = random() & 0xffffff;
-      out[size_t{r} * most + j] = qp->local;
-      // Only the AM QPs receive, all on rail 0 (QP numbers are per
-      // device, so another rail's may repeat one).
-      if (j == 0) qp_by_num_[qp->local.qpn] = qp.get();
-      peer->qps.push_back(std::move(qp));
+    absl::StatusOr<Peer*> peer = CreatePeer(r);
+    if (!peer.ok()) return peer.status();
+    for (uint32_t j = 0; j < (*peer)->qps.size(); ++j) {
+      out[size_t{r} * most + j] = (*peer)->qps[j]->local;
     }
-    // The AM QP gets a Request buffer per credit before anyone sends.
-    if (!use_srq_) {
-      for (uint32_t i = 0; i < per_peer; ++i) {
-        if (unposted_.empty()) break;
-        const uint32_t b = unposted_.back();
-        unposted_.pop_back();
-        if (!PostReceive(*rails_[0], peer->qps[0].get(), b)) {
-          return absl::InternalError("ibv conduit: posting a receive failed");
-        }
-      }
-    }
-    connected_.push_back(r);
-    peers_[r] = std::move(peer);
   }
   if (use_srq_) {
     while (!unposted_.empty()) {
@@ -645,17 +710,13 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
   bootstrap_->Alltoall(out.data(), most * sizeof(verbs::QpAddress), in.data());
   for (Rank r : connected_) {
     Peer& peer = *peers_[r];
-    for (uint32_t j = 0; j < peer.qps.size(); ++j) {
-      Qp& qp = *peer.qps[j];
-      if (absl::Status s =
-              ConnectQp(qp, in[size_t{r} * most + j], *rails_[qp.rail]);
-          !s.ok()) {
-        return absl::Status(
-            s.code(), absl::StrFormat("ibv conduit: rank %u: connecting QP %u "
-                                      "to rank %u: %s",
-                                      rank_, j, r, s.message()));
-      }
+    if (absl::Status s = ConnectPeer(r, peer, &in[size_t{r} * most]); !s.ok()) {
+      return s;
     }
+    peer.state.store(Peer::kConnected, std::memory_order_release);
+  }
+  if (dynamic_needed && settings_.connect_dynamic) {
+    if (absl::Status s = CreateUd(); !s.ok()) return s;
   }
   // Every QP is ready to receive before anyone sends.
   bootstrap_->Barrier();
@@ -702,7 +763,16 @@ void IbvConduit::Fini() {
   firehose_.clear();
   pinners_.clear();
   qp_by_num_.clear();
+  for (Rank r = 0; r < peers_.size(); ++r) peer_of_[r].store(nullptr);
   peers_.clear();
+  if (ud_ != nullptr) {
+    ud_->handles.clear();
+    ud_->qp.reset();
+    ud_->mr.reset();
+    ud_->cq.reset();
+    delete[] ud_->buffers;
+    ud_.reset();
+  }
   for (auto& rail : rails_) {
     rail->segment_mr.reset();
     rail->bbuf_mr.reset();
@@ -732,6 +802,7 @@ IbvStats IbvConduit::stats() const {
   s.gets = counters_.gets.load();
   s.bounced_puts = counters_.bounced_puts.load();
   s.piggybacked_credits = counters_.piggybacked_credits.load();
+  s.dynamic_connections = counters_.dynamic_connections.load();
   for (const auto& cache : firehose_) {
     const firehose::LocalCache::Stats f = cache->stats();
     s.firehose_hits += f.hits;
@@ -756,7 +827,8 @@ void IbvConduit::PrintStats() const {
       "reply_buffers %llu "
       "puts %llu gets %llu bounced_puts %llu firehose_hits %llu "
       "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
-      "transport_retries %llu srq %d rails %zu device %s\n",
+      "transport_retries %llu dynamic_connections %llu srq %d rails %zu "
+      "device %s\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
       static_cast<unsigned long long>(s.replies_sent),
       static_cast<unsigned long long>(s.credit_messages_sent),
@@ -772,7 +844,8 @@ void IbvConduit::PrintStats() const {
       static_cast<unsigned long long>(s.firehose_misses),
       static_cast<unsigned long long>(s.firehose_evictions),
       static_cast<unsigned long long>(s.rnr_naks),
-      static_cast<unsigned long long>(s.transport_retries), use_srq_ ? 1 : 0,
+      static_cast<unsigned long long>(s.transport_retries),
+      static_cast<unsigned long long>(s.dynamic_connections), use_srq_ ? 1 : 0,
       rails_.size(), software_ ? "software" : "hca");
   std::fflush(stdout);
 }
@@ -1134,6 +1207,10 @@ int IbvConduit::Poll() {
   if (closed_.load(std::memory_order_relaxed)) return 0;
   CheckAsyncEvents();
   int n = PollSendCqs();
+  if (ud_ != nullptr) {
+    std::lock_guard<MaybeMutex> lock(lock_);
+    n += PollUd();
+  }
   n += PollReceives(/*replies_only=*/false, kPollBudget);
   return n;
 }
@@ -1143,6 +1220,10 @@ int IbvConduit::Progress(bool replies_only) {
     return others_.Poll(replies_only);
   }
   int n = PollSendCqs();
+  if (ud_ != nullptr) {
+    std::lock_guard<MaybeMutex> lock(lock_);
+    n += PollUd();
+  }
   n += PollReceives(replies_only, kPollBudget);
   return n + others_.Poll(replies_only);
 }
@@ -1150,6 +1231,298 @@ int IbvConduit::Progress(bool replies_only) {
 void IbvConduit::WaitSent(const rma::Counter& c) {
   while (!c.Done()) {
     WaitRound([&] { return PollSendCqs(); });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Dynamic connections (GASNET_CONNECT_DYNAMIC): a pair not connected at
+// start-up connects on first use with a three-way handshake over UD, as
+// the InfiniBand connection manager does: REQ (the initiator's QP
+// addresses), REP (the responder's, whose QPs are then ready), RTU (the
+// initiator's are too). The REQ is retransmitted from
+// GASNET_CONNECT_RETRANS_MIN, doubling, until GASNET_CONNECT_RETRANS_MAX.
+// When both ranks of a pair start at once, the lower rank's REQ wins: the
+// higher answers it with the QPs it had made for its own.
+
+namespace {
+
+constexpr uint32_t kUdMagic = 0x67657863;  // "gexc"
+constexpr uint32_t kUdQkey = 0x11170001;
+enum UdType : uint8_t { kUdReq = 1, kUdRep = 2, kUdRtu = 3 };
+
+}  // namespace
+
+struct IbvConduit::UdMessage {
+  uint32_t magic;
+  uint8_t type;
+  uint8_t nqps;
+  uint16_t unused;
+  uint32_t source;
+  uint32_t job_size;
+  verbs::QpAddress qps[kMaxQpsPerPeer];
+};
+
+namespace {
+constexpr size_t kUdSlot = verbs::kUdGrhBytes + sizeof(IbvConduit::UdMessage);
+}  // namespace
+
+absl::Status IbvConduit::CreateUd() {
+  auto ud = std::make_unique<Ud>();
+  Rail& rail = *rails_[0];
+  if (sizeof(UdMessage) > rail.path_mtu) {
+    return absl::InternalError(absl::StrFormat(
+        "ibv conduit: a connection message (%zu bytes) exceeds the MTU %u",
+        sizeof(UdMessage), rail.path_mtu));
+  }
+  const uint32_t slots = settings_.connect_rcvs + settings_.connect_snds;
+  absl::StatusOr<std::unique_ptr<verbs::CompletionQueue>> cq =
+      rail.context->CreateCq(slots + 4);
+  if (!cq.ok()) return cq.status();
+  ud->cq = *std::move(cq);
+  verbs::QpInitAttr attr;
+  attr.type = verbs::QpType::kUd;
+  attr.send_cq = ud->cq.get();
+  attr.recv_cq = ud->cq.get();
+  attr.max_send_wr = settings_.connect_snds;
+  attr.max_recv_wr = settings_.connect_rcvs;
+  absl::StatusOr<std::unique_ptr<verbs::QueuePair>> qp =
+      rail.pd->CreateQp(attr);
+  if (!qp.ok()) return qp.status();
+  ud->qp = *std::move(qp);
+  ud->qkey = kUdQkey;
+  verbs::QpInitStateAttr init;
+  init.port = rail.port.port;
+  init.qkey = ud->qkey;
+  if (absl::Status st = ud->qp->ToInit(init); !st.ok()) return st;
+  if (absl::Status st = ud->qp->ToRtr({}); !st.ok()) return st;
+  verbs::QpRtsAttr rts;
+  rts.sq_psn = random_() & 0xffffff;
+  if (absl::Status st = ud->qp->ToRts(rts); !st.ok()) return st;
+  ud->bytes = slots * kUdSlot;
+  ud->buffers = new unsigned char[ud->bytes]();
+  absl::StatusOr<std::unique_ptr<verbs::MemoryRegion>> mr =
+      rail.pd->RegisterMemory(ud->buffers, ud->bytes, verbs::kAccessLocalWrite);
+  if (!mr.ok()) return mr.status();
+  ud->mr = *std::move(mr);
+  for (uint32_t i = 0; i < settings_.connect_rcvs; ++i) {
+    verbs::Sge sge{reinterpret_cast<uint64_t>(ud->buffers + i * kUdSlot),
+                   static_cast<uint32_t>(kUdSlot), ud->mr->lkey()};
+    verbs::RecvWr wr;
+    wr.wr_id = i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (absl::Status st = ud->qp->PostRecv(wr); !st.ok()) return st;
+  }
+  for (uint32_t i = 0; i < settings_.connect_snds; ++i) {
+    ud->free_sends.push_back(settings_.connect_rcvs + i);
+  }
+  Ud::Address mine;
+  mine.lid = rail.port.attr.lid;
+  mine.gid = rail.port.attr.gid;
+  mine.qpn = ud->qp->qp_num();
+  ud->addresses.resize(size_);
+  bootstrap_->Allgather(&mine, sizeof mine, ud->addresses.data());
+  ud->handles.resize(size_);
+  ud_ = std::move(ud);
+  return absl::OkStatus();
+}
+
+void IbvConduit::SendUd(Rank dest, uint8_t type) {
+  Ud& ud = *ud_;
+  while (ud.free_sends.empty()) PollUd();
+  if (ud.handles[dest] == nullptr) {
+    verbs::AhAttr ah;
+    ah.dlid = ud.addresses[dest].lid;
+    ah.port = rails_[0]->port.port;
+    ah.use_gid = rails_[0]->port.attr.link_layer == verbs::LinkLayer::kEthernet;
+    ah.dgid = ud.addresses[dest].gid;
+    absl::StatusOr<std::unique_ptr<verbs::AddressHandle>> h =
+        rails_[0]->pd->CreateAddressHandle(ah);
+    if (!h.ok()) {
+      FatalErrorF("ibv conduit: rank %u: an address handle for rank %u: %s",
+                  rank_, dest, h.status().message());
+    }
+    ud.handles[dest] = *std::move(h);
+  }
+  const uint32_t slot = ud.free_sends.back();
+  ud.free_sends.pop_back();
+  auto* m = reinterpret_cast<UdMessage*>(ud.buffers + slot * kUdSlot);
+  std::memset(m, 0, sizeof *m);
+  m->magic = kUdMagic;
+  m->type = type;
+  m->source = rank_;
+  m->job_size = size_;
+  if (type != kUdRtu) {
+    const Peer& peer = *peers_[dest];
+    m->nqps = static_cast<uint8_t>(peer.qps.size());
+    for (size_t j = 0; j < peer.qps.size(); ++j) m->qps[j] = peer.qps[j]->local;
+  }
+  verbs::Sge sge{reinterpret_cast<uint64_t>(m), sizeof *m, ud.mr->lkey()};
+  verbs::SendWr wr;
+  wr.wr_id = slot;
+  wr.opcode = verbs::Opcode::kSend;
+  wr.flags = verbs::kSendSignaled;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.ah = ud.handles[dest].get();
+  wr.remote_qpn = ud.addresses[dest].qpn;
+  wr.remote_qkey = ud.qkey;
+  if (absl::Status st = ud.qp->PostSend(wr); !st.ok()) {
+    FatalErrorF(
+        "ibv conduit: rank %u: sending a connection message to rank "
+        "%u: %s",
+        rank_, dest, st.message());
+  }
+}
+
+int IbvConduit::PollUd() {
+  Ud& ud = *ud_;
+  verbs::Completion wc[8];
+  absl::StatusOr<size_t> got = ud.cq->Poll(wc);
+  if (!got.ok()) {
+    FatalErrorF("ibv conduit: rank %u: polling the connection CQ: %s", rank_,
+                got.status().message());
+  }
+  for (size_t i = 0; i < *got; ++i) {
+    const verbs::Completion& c = wc[i];
+    const auto slot = static_cast<uint32_t>(c.wr_id);
+    if (slot >= settings_.connect_rcvs) {  // a send's
+      ud.free_sends.push_back(slot);
+      continue;
+    }
+    if (c.status == verbs::WcStatus::kSuccess) {
+      UdMessage m;
+      std::memcpy(&m, ud.buffers + slot * kUdSlot + verbs::kUdGrhBytes,
+                  sizeof m);
+      HandleUd(m);
+    }
+    verbs::Sge sge{reinterpret_cast<uint64_t>(ud.buffers + slot * kUdSlot),
+                   static_cast<uint32_t>(kUdSlot), ud.mr->lkey()};
+    verbs::RecvWr wr;
+    wr.wr_id = slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    (void)ud.qp->PostRecv(wr);
+  }
+  return static_cast<int>(*got);
+}
+
+void IbvConduit::HandleUd(const UdMessage& m) {
+  if (m.magic != kUdMagic || m.source >= size_ || m.job_size != size_ ||
+      m.source == rank_ || m.nqps > kMaxQpsPerPeer) {
+    return;  // not ours (another job's, or corrupt): dropped, as UD may
+  }
+  const Rank src = m.source;
+  Peer* peer = peers_[src].get();
+  const uint8_t state = peer == nullptr ? Peer::kNone : peer->state.load();
+  auto connect = [&](Peer& p) {
+    if (m.nqps != p.qps.size()) {
+      FatalErrorF("ibv conduit: rank %u: rank %u offers %u QPs, %zu expected",
+                  rank_, src, m.nqps, p.qps.size());
+    }
+    if (absl::Status st = ConnectPeer(src, p, m.qps); !st.ok()) {
+      FatalErrorF("%s", st.message());
+    }
+  };
+  switch (m.type) {
+    case kUdReq:
+      if (state == Peer::kConnected || state == Peer::kAwaitRtu) {
+        SendUd(src, kUdRep);  // our REP was lost, or theirs was
+        return;
+      }
+      if (state == Peer::kPending && src > rank_) return;  // ours wins
+      if (peer == nullptr) {
+        absl::StatusOr<Peer*> created = CreatePeer(src);
+        if (!created.ok()) FatalErrorF("%s", created.status().message());
+        peer = *created;
+      }
+      connect(*peer);
+      peer->state.store(Peer::kAwaitRtu, std::memory_order_release);
+      SendUd(src, kUdRep);
+      return;
+    case kUdRep:
+      if (state == Peer::kPending) {
+        connect(*peer);
+        peer->state.store(Peer::kConnected, std::memory_order_release);
+        counters_.dynamic_connections.fetch_add(1, std::memory_order_relaxed);
+        SendUd(src, kUdRtu);
+      } else if (state == Peer::kAwaitRtu) {
+        // The peer answers our REQ, so its QPs are ready: the RTU was lost.
+        peer->state.store(Peer::kConnected, std::memory_order_release);
+        counters_.dynamic_connections.fetch_add(1, std::memory_order_relaxed);
+      }
+      return;
+    case kUdRtu:
+      if (state == Peer::kAwaitRtu) {
+        peer->state.store(Peer::kConnected, std::memory_order_release);
+        counters_.dynamic_connections.fetch_add(1, std::memory_order_relaxed);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+IbvConduit::Peer& IbvConduit::PeerFor(Rank dest, const char* call) {
+  Peer* p = peer_of_[dest].load(std::memory_order_acquire);
+  if (ABSL_PREDICT_TRUE(p != nullptr &&
+                        p->state.load(std::memory_order_acquire) ==
+                            Peer::kConnected)) {
+    return *p;
+  }
+  return ConnectTo(dest, call);
+}
+
+IbvConduit::Peer& IbvConduit::ConnectTo(Rank dest, const char* call) {
+  if (ud_ == nullptr || !conduit_peer_[dest]) {
+    if (conduit_peer_[dest]) {
+      FatalErrorF(
+          "ibv conduit: %s: rank %u has no connection to rank %u: "
+          "GASNET_CONNECTFILE_IN=%s does not name one, and "
+          "GASNET_CONNECT_DYNAMIC=0 forbids making it on demand",
+          call, rank_, dest, settings_.connectfile_in);
+    }
+    FatalErrorF("ibv conduit: %s: rank %u is not a conduit peer of rank %u",
+                call, dest, rank_);
+  }
+  absl::Duration interval =
+      absl::Microseconds(settings_.connect_retrans_min_us);
+  const absl::Duration most =
+      absl::Microseconds(settings_.connect_retrans_max_us);
+  absl::Time next = absl::InfinitePast();
+  for (;;) {
+    Peer* peer;
+    {
+      std::lock_guard<MaybeMutex> lock(lock_);
+      peer = peers_[dest].get();
+      if (peer != nullptr && peer->state.load() == Peer::kConnected) {
+        return *peer;
+      }
+      const absl::Time now = absl::Now();
+      if (now >= next) {
+        if (next != absl::InfinitePast()) {
+          if (interval >= most) {
+            FatalErrorF(
+                "ibv conduit: %s: rank %u got no answer from rank %u to a "
+                "connection request over UD (retransmitted up to "
+                "GASNET_CONNECT_RETRANS_MAX=%llu us)",
+                call, rank_, dest,
+                static_cast<unsigned long long>(
+                    settings_.connect_retrans_max_us));
+          }
+          interval = std::min(interval * 2, most);
+        }
+        if (peer == nullptr) {
+          absl::StatusOr<Peer*> created = CreatePeer(dest);
+          if (!created.ok()) FatalErrorF("%s", created.status().message());
+          peer = *created;
+          peer->state.store(Peer::kPending, std::memory_order_release);
+        }
+        SendUd(dest, kUdReq);
+        next = now + interval;
+      }
+    }
+    WaitRound([&] { return Progress(/*replies_only=*/false); });
   }
 }
 
@@ -1174,14 +1547,7 @@ void CheckOutbound(bool request, const core::Outbound& m, size_t max_medium) {
 
 core::SendStatus IbvConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
-  if (ABSL_PREDICT_FALSE(dest >= size_ || peers_[dest] == nullptr)) {
-    if (dest < size_ && !settings_.connectfile_in.empty()) {
-      FatalErrorF(
-          "ibv conduit: rank %u has no connection to rank %u: "
-          "GASNET_CONNECTFILE_IN=%s does not name one, and this conduit does "
-          "not yet make connections on demand (GASNET_CONNECT_DYNAMIC)",
-          rank_, dest, settings_.connectfile_in);
-    }
+  if (ABSL_PREDICT_FALSE(dest >= size_)) {
     FatalErrorF("ibv conduit: rank %u is not a conduit peer of rank %u", dest,
                 rank_);
   }
@@ -1227,7 +1593,7 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
   const size_t payload_at = PayloadOffset(m.nargs);
   const size_t total =
       inline_len != 0 ? payload_at + inline_len : ArgsEnd(m.nargs);
-  Peer& peer = *peers_[dest];
+  Peer& peer = PeerFor(dest, request ? "an AM Request" : "an AM Reply");
   Qp& qp = *peer.qps[0];
   peer.used = true;
 
@@ -1344,7 +1710,8 @@ absl::Status IbvConduit::AttachSegment(void* base, size_t size) {
 
 void IbvConduit::CheckInSegment(const char* call, Rank rank,
                                 const void* address, size_t len) const {
-  if (rank >= size_ || peers_[rank] == nullptr || rank >= segments_.size()) {
+  if (rank >= size_ || rank >= segments_.size() || segments_[rank].size == 0 ||
+      !conduit_peer_[rank]) {
     FatalErrorF(
         "ibv conduit: %s: rank %u has no segment this rank can reach over "
         "verbs (job of %u; segments attached: %s)",
@@ -1380,7 +1747,7 @@ bool IbvConduit::KnownKey(uint32_t rail, const void* addr, size_t len,
 void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
                       size_t len, rma::Counter& rc, bool replies_only,
                       int qp_index, rma::Counter* lc) {
-  Peer& peer = *peers_[rank];
+  Peer& peer = PeerFor(rank, write ? "a Put" : "a Get");
   peer.used = true;
   const size_t stripe =
       write ? settings_.put_stripe_sz : settings_.get_stripe_sz;

@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,6 +75,8 @@ struct IbvStats {
   uint64_t credit_waits = 0;          // Requests that found no credit
   // Banked credits that rode back on a Request or Reply (not a SYS_ack).
   uint64_t piggybacked_credits = 0;
+  // Peers connected on demand (GASNET_CONNECT_DYNAMIC), either side.
+  uint64_t dynamic_connections = 0;
   uint64_t inline_sends = 0;
   uint64_t copy_outs = 0;       // Requests copied out: no spare buffer
   uint64_t reply_buffers = 0;   // receive buffers posted for Replies
@@ -112,8 +115,13 @@ class IbvConduit final : public core::Conduit {
 
   IbvStats stats() const;
 
+  // The most QPs to one peer (GASNET_NUM_QPS is cut to it).
+  static constexpr uint32_t kMaxQpsPerPeer = 8;
+
   // Internal types (ibv_conduit.cc).
   struct Rail;
+  struct Ud;
+  struct UdMessage;
   struct Qp;
   struct Peer;
   struct Op;
@@ -141,6 +149,20 @@ class IbvConduit final : public core::Conduit {
   absl::Status OpenRails(const std::string& job_key, const NodeMap& map);
   absl::Status CreateBuffers();
   absl::Status ConnectPeers(const NodeMap& map);
+  // Under lock_ (or at Init): `r`'s QPs, in INIT, with their receive
+  // buffers posted; registered in peers_ and peer_of_.
+  absl::StatusOr<Peer*> CreatePeer(Rank r);
+  // `peer`'s QPs to RTS towards `remote` (one address per QP).
+  absl::Status ConnectPeer(Rank r, Peer& peer, const verbs::QpAddress* remote);
+  // The connected peer `dest`, connecting it on demand (dynamic
+  // connections) or failing with a message naming `call`.
+  Peer& PeerFor(Rank dest, const char* call);
+  Peer& ConnectTo(Rank dest, const char* call);
+  // Dynamic connections' UD side (all under lock_ but CreateUd).
+  absl::Status CreateUd();
+  void SendUd(Rank dest, uint8_t type);
+  int PollUd();
+  void HandleUd(const UdMessage& m);
   absl::Status ConnectQp(Qp& qp, const verbs::QpAddress& remote,
                          const Rail& rail);
 
@@ -220,7 +242,14 @@ class IbvConduit final : public core::Conduit {
 
   verbs::Selection selection_;
   std::vector<std::unique_ptr<Rail>> rails_;
-  std::vector<std::unique_ptr<Peer>> peers_;  // null: not a conduit peer
+  // By rank; null: not connected (yet). peers_ owns, under lock_;
+  // peer_of_ is what the send paths read without it.
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::unique_ptr<std::atomic<Peer*>[]> peer_of_;
+  std::vector<bool> conduit_peer_;   // outside this rank's supernode
+  std::vector<uint32_t> qp_counts_;  // every rank's QPs per peer
+  std::mt19937 random_;              // PSNs
+  std::unique_ptr<Ud> ud_;           // null: no dynamic connections
   absl::flat_hash_map<uint32_t, Qp*> qp_by_num_;
   std::vector<Rank> connected_;  // the peers with QPs
 
@@ -268,7 +297,7 @@ class IbvConduit final : public core::Conduit {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
         credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},
         reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0},
-        piggybacked_credits{0};
+        piggybacked_credits{0}, dynamic_connections{0};
   };
   Counters counters_;
 };

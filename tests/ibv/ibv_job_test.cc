@@ -339,6 +339,60 @@ TEST(IbvConnectFileTest, WrittenThenReadBack) {
   ExpectOk(in, kRanks, "hello");
 }
 
+// Dynamic connections: with no static ones (GASNET_CONNECT_STATIC=0) every
+// pair connects over UD on first use, for AMs and for RMA alike; with a
+// connect file naming only some pairs, the rest connect on demand; with
+// GASNET_CONNECT_DYNAMIC=0 a pair the file left out is an error naming both.
+TEST(IbvDynamicTest, EveryPairConnectsOnFirstUse) {
+  constexpr int kRanks = 4;
+  for (const char* mode : {"hello", "rma"}) {
+    const JobResult r = RunIbvJob(kRanks, {mode}, {"GASNET_CONNECT_STATIC=0"});
+    ExpectOk(r, kRanks, mode);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      // Each rank talks to its next at least (and answers its previous).
+      EXPECT_GE(Stat(StatsLine(r, rank), "dynamic_connections"), 1)
+          << Describe(r);
+    }
+  }
+}
+
+TEST(IbvDynamicTest, FloodOverADynamicConnection) {
+  const JobResult r =
+      RunIbvJob(4, {"flood", "5000"},
+                {"GASNET_CONNECT_STATIC=0", "GASNET_AM_CREDITS_PP=2"});
+  ExpectOk(r, 4, "flood");
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(Stat(StatsLine(r, rank), "rnr_naks"), 0) << Describe(r);
+    EXPECT_GE(Stat(StatsLine(r, rank), "dynamic_connections"), 1)
+        << Describe(r);
+  }
+}
+
+TEST(IbvDynamicTest, ConnectFileCoversSomePairsTheRestConnectOnDemand) {
+  constexpr int kRanks = 4;
+  const std::string dir = MakeTempDir("someconn");
+  // Only 0-1 and 2-3 at start-up; the client's ring also needs 1-2, 3-0.
+  WriteFile(dir + "/conn", "size: 4\n0: 1\n2: 3\n");
+  const JobResult r =
+      RunIbvJob(kRanks, {"hello"}, {"GASNET_CONNECTFILE_IN=" + dir + "/conn"});
+  ExpectOk(r, kRanks, "hello");
+  int dynamic = 0;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    dynamic += Stat(StatsLine(r, rank), "dynamic_connections");
+  }
+  EXPECT_GE(dynamic, 4) << Describe(r);  // 1-2 and 3-0, both sides
+
+  const JobResult refused = RunIbvJob(
+      kRanks, {"hello"},
+      {"GASNET_CONNECTFILE_IN=" + dir + "/conn", "GASNET_CONNECT_DYNAMIC=0"});
+  EXPECT_NE(refused.exit_code, 0) << Describe(refused);
+  EXPECT_THAT(refused.err, HasSubstr("GASNET_CONNECT_DYNAMIC=0"))
+      << Describe(refused);
+  EXPECT_THAT(refused.err, HasSubstr("GASNET_CONNECTFILE_IN="))
+      << Describe(refused);
+  ExpectNothingLeft(refused);
+}
+
 struct BadFile {
   const char* name;
   const char* text;
@@ -402,10 +456,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "GASNET_USE_SRQ=0"},
                    {"GASNET_RBUF_COUNT=16 and GASNET_USE_SRQ=0",
                     "GASNET_AM_CREDITS_PP=64"}},
-        BadSetting{
-            "NoStaticConnections",
-            {"GASNET_CONNECT_STATIC=0"},
-            {"GASNET_CONNECT_STATIC=0", "on demand", "does not make yet"}}),
+        BadSetting{"NoWayToConnect",
+                   {"GASNET_CONNECT_STATIC=0", "GASNET_CONNECT_DYNAMIC=0"},
+                   {"GASNET_CONNECT_STATIC=0 and GASNET_CONNECT_DYNAMIC=0",
+                    "no way to connect"}}),
     [](const ::testing::TestParamInfo<BadSetting>& info) {
       return std::string(info.param.name);
     });
