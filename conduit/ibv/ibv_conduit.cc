@@ -1,5 +1,6 @@
 #include "conduit/ibv/ibv_conduit.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "conduit/ibv/connect_file.h"
+#include "conduit/ibv/memory_limits.h"
 #include "exit/graceful_exit.h"
 #include "firehose/settings.h"
 #include "pshm/supernode.h"
@@ -74,6 +76,10 @@ constexpr size_t kMaxPiece = size_t{1} << 30;
 
 // Fini: how long to wait for what was sent to complete.
 constexpr absl::Duration kDrainFor = absl::Milliseconds(500);
+
+// Whether this thread is the receive thread (GASNET_RCV_THREAD): with
+// GASNET_RCV_THREAD_POLL_MODE=exclusive it alone polls for AMs.
+thread_local bool t_receive_thread = false;
 
 // Receive work requests carry the buffer's index; send ones the Op's.
 constexpr uint32_t kNoBuffer = ~uint32_t{0};
@@ -160,12 +166,14 @@ struct IbvConduit::ReplyHandle {
 // local access (the peer's side of an RDMA is always its segment).
 class IbvConduit::Pinner final : public firehose::Pinner {
  public:
-  explicit Pinner(verbs::ProtectionDomain* pd) : pd_(pd) {}
+  // `extra_access`: kAccessOnDemand where ODP is used (memory_limits.h).
+  Pinner(verbs::ProtectionDomain* pd, uint32_t extra_access)
+      : pd_(pd), extra_access_(extra_access) {}
   absl::StatusOr<firehose::Registration> Pin(uintptr_t base,
                                              size_t length) override {
     absl::StatusOr<std::unique_ptr<verbs::MemoryRegion>> mr =
         pd_->RegisterMemory(reinterpret_cast<void*>(base), length,
-                            verbs::kAccessLocalWrite);
+                            verbs::kAccessLocalWrite | extra_access_);
     if (!mr.ok()) return mr.status();
     firehose::Registration r;
     r.base = base;
@@ -181,35 +189,61 @@ class IbvConduit::Pinner final : public firehose::Pinner {
 
  private:
   verbs::ProtectionDomain* pd_;
+  uint32_t extra_access_;
 };
 
 // GASNET_RCV_THREAD / GASNET_SND_THREAD: a thread that sleeps on a
-// completion queue and does `work` when it wakes.
+// completion queue and does `work` when it wakes. Its stack follows
+// GASNET_THREAD_STACK_MIN / _PAD; _RATE bounds its wake-ups a second,
+// _IDLE keeps it polling that long after the last event, _LOAD bounds the
+// fraction of time it is awake (it sleeps in proportion to the time it
+// worked).
 class IbvConduit::ProgressThread {
  public:
   ProgressThread(verbs::CompletionQueue* cq, const ThreadSettings& s,
-                 std::function<int()> work)
+                 size_t stack_min, size_t stack_pad, std::function<int()> work)
       : cq_(cq), settings_(s), work_(std::move(work)) {
-    thread_ = std::thread([this] { Run(); });
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    size_t stack = 0;
+    pthread_attr_getstacksize(&attr, &stack);
+    stack = std::max(stack_min, stack + stack_pad);
+    if (stack != 0) pthread_attr_setstacksize(&attr, stack);
+    started_ = pthread_create(
+                   &thread_, &attr,
+                   [](void* self) -> void* {
+                     static_cast<ProgressThread*>(self)->Run();
+                     return nullptr;
+                   },
+                   this) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started_) {
+      FatalErrorF(
+          "ibv conduit: starting a progress thread (stack %zu bytes, "
+          "GASNET_THREAD_STACK_MIN / _PAD) failed",
+          stack);
+    }
   }
   ~ProgressThread() { Stop(); }
   void Stop() {
-    if (!thread_.joinable()) return;
+    if (!started_) return;
+    started_ = false;
     stop_.store(true);
-    if (std::this_thread::get_id() == thread_.get_id()) {
+    if (pthread_equal(pthread_self(), thread_)) {
       // The job is ending from one of this thread's handlers (an exit
       // request arrived): it cannot join itself, and it never returns to
       // its loop (the process ends).
-      thread_.detach();
+      pthread_detach(thread_);
       return;
     }
     cq_->Interrupt();
-    thread_.join();
+    pthread_join(thread_, nullptr);
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   void Run() {
-    using Clock = std::chrono::steady_clock;
     auto last_event = Clock::now();
     const auto min_gap =
         settings_.rate == 0
@@ -217,6 +251,7 @@ class IbvConduit::ProgressThread {
             : std::chrono::duration_cast<Clock::duration>(
                   std::chrono::duration<double>(1.0 / settings_.rate));
     auto last_wake = Clock::now() - min_gap;
+    auto awake_since = Clock::now();
     while (!stop_.load(std::memory_order_relaxed)) {
       if (work_() != 0) {
         last_event = Clock::now();
@@ -225,6 +260,16 @@ class IbvConduit::ProgressThread {
       if (Clock::now() - last_event <
           std::chrono::nanoseconds(settings_.idle_ns)) {
         continue;
+      }
+      // GASNET_*_THREAD_LOAD: awake at most that fraction of the time.
+      // (Bounded, so that a stop request is seen within 10 ms.)
+      if (settings_.load > 0 && settings_.load < 1) {
+        const auto awake = Clock::now() - awake_since;
+        const auto rest = std::chrono::duration_cast<Clock::duration>(
+            awake * ((1 - settings_.load) / settings_.load));
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(rest, std::chrono::milliseconds(10)));
+        awake_since = Clock::now();
       }
       // The verbs idiom: arm, poll once more, then sleep.
       if (!cq_->RequestNotify().ok()) return;
@@ -240,6 +285,7 @@ class IbvConduit::ProgressThread {
         std::this_thread::sleep_for(min_gap - (now - last_wake));
       }
       last_wake = Clock::now();
+      awake_since = last_wake;
     }
   }
 
@@ -247,7 +293,8 @@ class IbvConduit::ProgressThread {
   ThreadSettings settings_;
   std::function<int()> work_;
   std::atomic<bool> stop_{false};
-  std::thread thread_;
+  pthread_t thread_{};
+  bool started_ = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -316,19 +363,27 @@ absl::Status IbvConduit::Init(const core::InitArgs& args) {
 
   const std::string job_key = pshm::AgreeJobPrefix(*bootstrap_);
   if (absl::Status s = OpenRails(job_key, map); !s.ok()) return s;
-  if (absl::Status s = CreateBuffers(); !s.ok()) return s;
+  if (absl::Status s = CreateBuffers(map); !s.ok()) return s;
   if (absl::Status s = ConnectPeers(map); !s.ok()) return s;
 
   if (settings_.rcv_thread.enabled) {
+    // POLL_MODE: serialized and concurrent are the same here (every poll
+    // takes the conduit's lock in PAR); exclusive leaves the AM queue to
+    // the thread alone.
+    exclusive_receive_thread_ =
+        settings_.rcv_thread.poll_mode == PollMode::kExclusive;
     threads_.push_back(std::make_unique<ProgressThread>(
-        rails_[0]->recv_cq.get(), settings_.rcv_thread,
-        [this] { return PollReceives(false, kPollBudget); }));
+        rails_[0]->recv_cq.get(), settings_.rcv_thread, settings_.thread_stack,
+        settings_.thread_stack_pad, [this] {
+          t_receive_thread = true;
+          return PollReceives(false, kPollBudget);
+        }));
   }
   if (settings_.snd_thread.enabled) {
     for (auto& rail : rails_) {
       threads_.push_back(std::make_unique<ProgressThread>(
-          rail->send_cq.get(), settings_.snd_thread,
-          [this] { return PollSendCqs(); }));
+          rail->send_cq.get(), settings_.snd_thread, settings_.thread_stack,
+          settings_.thread_stack_pad, [this] { return PollSendCqs(); }));
     }
   }
   return absl::OkStatus();
@@ -457,7 +512,7 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
   return absl::OkStatus();
 }
 
-absl::Status IbvConduit::CreateBuffers() {
+absl::Status IbvConduit::CreateBuffers(const NodeMap& map) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   auto map_pages = [&](size_t bytes) -> unsigned char* {
     bytes = (bytes + page - 1) / page * page;
@@ -508,16 +563,44 @@ absl::Status IbvConduit::CreateBuffers() {
 
   // Firehose for RMA from and to memory outside the segment: one local
   // cache per rail (registrations belong to a protection domain).
+  // What firehose may pin: GASNET_PHYSMEM_MAX's share for this rank
+  // (memory_limits.h), after GASNET_MAXIMIZE_MEMLOCK raised the limit.
+  // Probing pins that much at start-up, so it runs only when
+  // GASNET_PHYSMEM_PROBE says so explicitly (GASNet's default probes when
+  // PHYSMEM_MAX is unset; README.md says why we do not).
+  if (absl::Status s = MaximizeMemlock(settings_.maximize_memlock);
+      !s.ok() && env::VerboseEnv() && rank_ == 0) {
+    std::fprintf(stderr, "ibv conduit: %s\n", std::string(s.message()).c_str());
+  }
+  Settings physmem = settings_;
+  if (!env::GetRaw("GASNET_PHYSMEM_PROBE").has_value()) {
+    physmem.physmem_probe = false;
+  }
+  const uint32_t ranks_here = std::max<uint32_t>(1, map.ranks_on_my_machine());
+  MlockProber prober;
+  absl::StatusOr<PhysmemPlan> plan =
+      PlanPhysmem(physmem, ranks_here, 0, &prober);
+  if (!plan.ok()) return plan.status();
+  if (!plan->note.empty() && rank_ == 0) {
+    std::fprintf(stderr, "ibv conduit: %s\n", plan->note.c_str());
+  }
+  const OdpChoice odp = ChooseOdp(settings_, rails_[0]->device, rank_);
+  // ODP is on by default; that a device lacks it is news only to whoever
+  // asked for it.
+  if (!odp.note.empty() && env::GetRaw("GASNET_USE_ODP").has_value()) {
+    std::fprintf(stderr, "ibv conduit: %s\n", odp.note.c_str());
+  }
   firehose::Resources resources;
-  resources.pool_bytes = uint64_t{256} << 20;
+  resources.pool_bytes = plan->bytes;
   resources.main_fraction = 0.75;
   resources.device_max_regions = rails_[0]->device.max_mr;
-  resources.ranks_on_host = 1;
+  resources.ranks_on_host = ranks_here;
   absl::StatusOr<firehose::Settings> fh = firehose::SettingsFromEnv(resources);
   if (!fh.ok()) return fh.status();
   if (fh->enabled) {
     for (auto& rail : rails_) {
-      pinners_.push_back(std::make_unique<Pinner>(rail->pd.get()));
+      pinners_.push_back(
+          std::make_unique<Pinner>(rail->pd.get(), odp.access_flags));
       absl::StatusOr<std::unique_ptr<firehose::LocalCache>> cache =
           firehose::LocalCache::Create(firehose::LocalLimitsFor(*fh),
                                        pinners_.back().get());
@@ -1022,6 +1105,7 @@ void IbvConduit::ReturnBuffer(uint32_t buffer) {
 }
 
 int IbvConduit::PollReceives(bool replies_only, int budget) {
+  if (exclusive_receive_thread_ && !t_receive_thread) return 0;
   int delivered = 0;
   // Requests deferred by a Reply's wait go first, in arrival order.
   if (!replies_only) {

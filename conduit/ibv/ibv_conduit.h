@@ -147,7 +147,7 @@ class IbvConduit final : public core::Conduit {
   };
 
   absl::Status OpenRails(const std::string& job_key, const NodeMap& map);
-  absl::Status CreateBuffers();
+  absl::Status CreateBuffers(const NodeMap& map);
   absl::Status ConnectPeers(const NodeMap& map);
   // Under lock_ (or at Init): `r`'s QPs, in INIT, with their receive
   // buffers posted; registered in peers_ and peer_of_.
@@ -291,6 +291,7 @@ class IbvConduit final : public core::Conduit {
   std::vector<std::unique_ptr<Pinner>> pinners_;
   std::vector<std::unique_ptr<firehose::LocalCache>> firehose_;
   std::vector<std::unique_ptr<ProgressThread>> threads_;
+  bool exclusive_receive_thread_ = false;  // GASNET_RCV_THREAD_POLL_MODE
 
   std::atomic<bool> closed_{false};
   struct Counters {

@@ -468,11 +468,15 @@ INSTANTIATE_TEST_SUITE_P(
 // handler increments, never calling GASNet) while rank 0 sends it Requests
 // that Reply; only the thread can handle them (the client gives up after
 // 30 s).
-TEST(IbvThreadTest, ReceiveThreadServesAComputingRank) {
+class IbvThreadTest
+    : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(IbvThreadTest, ReceiveThreadServesAComputingRank) {
   constexpr long long kRequests = 500;
-  const JobResult r =
-      RunIbvJob(2, {"thread", std::to_string(kRequests)},
-                {"GASNET_RCV_THREAD=1"}, /*par=*/true, absl::Seconds(50));
+  std::vector<std::string> env = {"GASNET_RCV_THREAD=1"};
+  env.insert(env.end(), GetParam().begin(), GetParam().end());
+  const JobResult r = RunIbvJob(2, {"thread", std::to_string(kRequests)}, env,
+                                /*par=*/true, absl::Seconds(50));
   ExpectOk(r, 2, "thread");
   EXPECT_EQ(Field(RankLine(r, 0, "thread ok"), "acks"), kRequests)
       << Describe(r);
@@ -480,10 +484,21 @@ TEST(IbvThreadTest, ReceiveThreadServesAComputingRank) {
       << Describe(r);
 }
 
+// The thread's settings: only it polls for AMs (exclusive); it sleeps half
+// the time (LOAD); a stack of its own; a send thread beside it.
+INSTANTIATE_TEST_SUITE_P(
+    Settings, IbvThreadTest,
+    ::testing::Values(std::vector<std::string>{},
+                      std::vector<std::string>{
+                          "GASNET_RCV_THREAD_POLL_MODE=exclusive",
+                          "GASNET_RCV_THREAD_LOAD=0.5",
+                          "GASNET_THREAD_STACK_MIN=4M", "GASNET_SND_THREAD=1",
+                          "GASNET_RCV_THREAD_RATE=100000"}));
+
 // One rank leaves with gasnet_exit(3) while the other, with a receive
 // thread, waits in a barrier: the job exits 3, no rank dies of a signal,
 // nothing is left.
-TEST(IbvThreadTest, OneRankExitsWhileTheOtherHasAReceiveThread) {
+TEST(IbvThreadExitTest, OneRankExitsWhileTheOtherHasAReceiveThread) {
   // (It aborted in 2 runs of 5 when the thread joined itself.) "
   "the fix belongs in conduit/ibv/ibv_conduit.cc";
   for (int run = 0; run < 5; ++run) {
