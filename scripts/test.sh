@@ -55,19 +55,24 @@ run_check() {
 
 run_bazel_tests //...
 # The API suites run once per conduit and provider in //... above; under
-# the sanitizers, the smp instances only, and ucx's AM suite (the ofi and
+# the sanitizers, the smp instances only, ucx's AM suite, and the ibv
+# conduit's AM suite, dynamic connections and its own tests (all its code,
+# software device included, is ours; under TSan its PAR suites with progress
+# threads and with dynamic connections) (the ofi and
 # ucx instances exercise libfabric and UCX, which are not instrumented; the
 # socket conduit's instances run
 # the same API code over core's test conduit, which core's own tests cover
 # under the sanitizers, and would add a third of the run).
 api_sanitized=$(bazel query \
-  'tests(//tests/api/...) except attr(name, "_ofi_|_ucx_|_socket", tests(//tests/api/...))' \
+  'tests(//tests/api/...) except attr(name, "_ofi_|_ucx_|_ibv_|_socket", tests(//tests/api/...))' \
   2>/dev/null)
 sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
   //tests/pshm/... //am/... //rma/... //exit/... //core/... //tests/core/...
   //firehose/... //conduit/ibv/...
   //api/... $api_sanitized //conduit/ofi/... //conduit/ucx/...
   //tests/api:am_job_test_ucx_tcp_sn1
+  //tests/api:am_job_test_ibv_sn1 //tests/api:rma_job_test_ibv_dynamic
+  //tests/ibv:ibv_job_test
   //examples/...
   //tests/benchmarks:cpp_api_benchmark_smoke_test
   //tests/benchmarks:gex_rma_bench_smoke_test)
@@ -91,7 +96,8 @@ run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
   //tests/api:rma_job_test //rma:event_test //tests/api:cpp_job_test \
   //exit:protocol_test //core/testing:socket_conduit_test \
   //firehose/... //conduit/ibv/verbs:soft_device_test \
-  //tests/core:router_job_test
+  //tests/core:router_job_test //tests/api:par_job_test_ibv_threads \
+  //tests/api:par_job_test_ibv_dynamic
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "seam check" bash tools/check_seam.sh

@@ -120,8 +120,8 @@ struct IbvConduit::Peer {
   enum State : uint8_t { kNone, kPending, kAwaitRtu, kConnected };
   std::vector<std::unique_ptr<Qp>> qps;  // [0] carries the AMs
   std::atomic<uint8_t> state{kNone};
-  uint32_t next_qp = 0;  // RMA without striping: rotates
-  bool used = false;     // for GASNET_CONNECTFILE_OUT
+  std::atomic<uint32_t> next_qp{0};  // RMA without striping: rotates
+  std::atomic<bool> used{false};     // for GASNET_CONNECTFILE_OUT
 };
 
 // Dynamic connections: one UD QP per rank (rail 0) carrying the handshake
@@ -360,32 +360,18 @@ absl::Status IbvConduit::Init(const core::InitArgs& args) {
     }
   }
   lock_.Enable(thread_safe_);
+  // GASNET_RCV_THREAD_POLL_MODE: serialized and concurrent are the same
+  // here (every poll takes the conduit's lock in PAR); exclusive leaves the
+  // AM queue to the thread alone.
+  exclusive_receive_thread_ =
+      settings_.rcv_thread.enabled &&
+      settings_.rcv_thread.poll_mode == PollMode::kExclusive;
 
   const std::string job_key = pshm::AgreeJobPrefix(*bootstrap_);
   if (absl::Status s = OpenRails(job_key, map); !s.ok()) return s;
   if (absl::Status s = CreateBuffers(map); !s.ok()) return s;
   if (absl::Status s = ConnectPeers(map); !s.ok()) return s;
 
-  if (settings_.rcv_thread.enabled) {
-    // POLL_MODE: serialized and concurrent are the same here (every poll
-    // takes the conduit's lock in PAR); exclusive leaves the AM queue to
-    // the thread alone.
-    exclusive_receive_thread_ =
-        settings_.rcv_thread.poll_mode == PollMode::kExclusive;
-    threads_.push_back(std::make_unique<ProgressThread>(
-        rails_[0]->recv_cq.get(), settings_.rcv_thread, settings_.thread_stack,
-        settings_.thread_stack_pad, [this] {
-          t_receive_thread = true;
-          return PollReceives(false, kPollBudget);
-        }));
-  }
-  if (settings_.snd_thread.enabled) {
-    for (auto& rail : rails_) {
-      threads_.push_back(std::make_unique<ProgressThread>(
-          rail->send_cq.get(), settings_.snd_thread, settings_.thread_stack,
-          settings_.thread_stack_pad, [this] { return PollSendCqs(); }));
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -654,6 +640,7 @@ absl::StatusOr<IbvConduit::Peer*> IbvConduit::CreatePeer(Rank r) {
     attr.max_send_wr = settings_.networkdepth_pp;
     attr.max_recv_wr = j == 0 ? std::min(dev.max_qp_wr, 2 * per_peer + 2) : 1;
     attr.max_inline_data = inline_limit_;
+    attr.max_send_sge = 2;  // an AM's gathered payload
     absl::StatusOr<std::unique_ptr<verbs::QueuePair>> q =
         rail.pd->CreateQp(attr);
     if (!q.ok()) {
@@ -806,6 +793,27 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
   return absl::OkStatus();
 }
 
+void IbvConduit::StartThreads() {
+  // Not at Init: the client registers its handlers after the conduit's
+  // Init and before its first call into it, and nothing may run a handler
+  // before then (api/client.cc). The first Poll, send or RMA starts them.
+  if (settings_.rcv_thread.enabled) {
+    threads_.push_back(std::make_unique<ProgressThread>(
+        rails_[0]->recv_cq.get(), settings_.rcv_thread, settings_.thread_stack,
+        settings_.thread_stack_pad, [this] {
+          t_receive_thread = true;
+          return PollReceives(false, kPollBudget);
+        }));
+  }
+  if (settings_.snd_thread.enabled) {
+    for (auto& rail : rails_) {
+      threads_.push_back(std::make_unique<ProgressThread>(
+          rail->send_cq.get(), settings_.snd_thread, settings_.thread_stack,
+          settings_.thread_stack_pad, [this] { return PollSendCqs(); }));
+    }
+  }
+}
+
 void IbvConduit::StopThreads() {
   for (auto& t : threads_) t->Stop();
   threads_.clear();
@@ -830,7 +838,7 @@ void IbvConduit::Fini() {
   if (!settings_.connectfile_out.empty()) {
     std::vector<uint32_t> used;
     for (Rank r : connected_) {
-      if (peers_[r]->used) used.push_back(r);
+      if (peers_[r]->used.load()) used.push_back(r);
     }
     if (absl::Status s =
             WriteConnectFile(settings_.connectfile_out, rank_, size_,
@@ -886,6 +894,7 @@ IbvStats IbvConduit::stats() const {
   s.bounced_puts = counters_.bounced_puts.load();
   s.piggybacked_credits = counters_.piggybacked_credits.load();
   s.dynamic_connections = counters_.dynamic_connections.load();
+  s.gathered_sends = counters_.gathered_sends.load();
   for (const auto& cache : firehose_) {
     const firehose::LocalCache::Stats f = cache->stats();
     s.firehose_hits += f.hits;
@@ -910,7 +919,8 @@ void IbvConduit::PrintStats() const {
       "reply_buffers %llu "
       "puts %llu gets %llu bounced_puts %llu firehose_hits %llu "
       "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
-      "transport_retries %llu dynamic_connections %llu srq %d rails %zu "
+      "transport_retries %llu dynamic_connections %llu gathered %llu srq %d "
+      "rails %zu "
       "device %s\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
       static_cast<unsigned long long>(s.replies_sent),
@@ -928,7 +938,8 @@ void IbvConduit::PrintStats() const {
       static_cast<unsigned long long>(s.firehose_evictions),
       static_cast<unsigned long long>(s.rnr_naks),
       static_cast<unsigned long long>(s.transport_retries),
-      static_cast<unsigned long long>(s.dynamic_connections), use_srq_ ? 1 : 0,
+      static_cast<unsigned long long>(s.dynamic_connections),
+      static_cast<unsigned long long>(s.gathered_sends), use_srq_ ? 1 : 0,
       rails_.size(), software_ ? "software" : "hca");
   std::fflush(stdout);
 }
@@ -1289,6 +1300,7 @@ void IbvConduit::Deliver(Rank source, const unsigned char* msg, size_t len) {
 
 int IbvConduit::Poll() {
   if (closed_.load(std::memory_order_relaxed)) return 0;
+  StartThreadsOnce();
   CheckAsyncEvents();
   int n = PollSendCqs();
   if (ud_ != nullptr) {
@@ -1635,6 +1647,7 @@ core::SendStatus IbvConduit::Request(Rank dest, const core::Outbound& m,
     FatalErrorF("ibv conduit: rank %u is not a conduit peer of rank %u", dest,
                 rank_);
   }
+  StartThreadsOnce();
   return Send(dest, nullptr, m, /*credits_only=*/false, immediate);
 }
 
@@ -1679,10 +1692,23 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
       inline_len != 0 ? payload_at + inline_len : ArgsEnd(m.nargs);
   Peer& peer = PeerFor(dest, request ? "an AM Request" : "an AM Reply");
   Qp& qp = *peer.qps[0];
-  peer.used = true;
+  if (ABSL_PREDICT_FALSE(!peer.used.load(std::memory_order_relaxed))) {
+    peer.used.store(true, std::memory_order_relaxed);
+  }
 
   if (request && !TakeCredit(dest, immediate)) return SendStatus::kWouldBlock;
-  const bool use_inline = total <= inline_limit_;
+  alignas(8) unsigned char local[512];
+  const bool use_inline =
+      total <= std::min<size_t>(inline_limit_, sizeof local);
+  // GASNET_AM_GATHER_MIN: a payload this large that lies in registered
+  // memory (the segment) is not copied: the SEND gathers it from where it
+  // is, and the call waits for the SEND to complete instead.
+  uint32_t payload_lkey = 0;
+  const bool gather =
+      !use_inline && inline_len != 0 && settings_.am_gather_min >= 0 &&
+      inline_len >= static_cast<uint64_t>(settings_.am_gather_min) &&
+      KnownKey(qp.rail, m.payload, inline_len, &payload_lkey);
+  rma::Counter gathered;
   // A Long's payload first, by RDMA WRITE on the same QP: RC delivers it
   // before the header that follows. The source may be reused only once
   // the write has completed.
@@ -1700,7 +1726,6 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
     if (request) credits_->Grant(dest, 1);
     return SendStatus::kWouldBlock;
   }
-  alignas(8) unsigned char local[512];
   unsigned char* msg =
       use_inline ? local : bbufs_ + size_t{op->bbuf} * buffer_size_;
   WireHeader h{};
@@ -1718,9 +1743,13 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
   }
   if (inline_len != 0) {
     std::memset(msg + ArgsEnd(m.nargs), 0, payload_at - ArgsEnd(m.nargs));
-    std::memcpy(msg + payload_at, m.payload, inline_len);
+    if (!gather) std::memcpy(msg + payload_at, m.payload, inline_len);
   }
   op->what = request ? "an AM Request" : "an AM Reply";
+  if (gather) {
+    gathered.Start(1);
+    op->rc = &gathered;
+  }
   {
     std::lock_guard<MaybeMutex> lock(lock_);
     // The credits are taken last, under the lock, so that what is banked
@@ -1733,19 +1762,26 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
     }
     std::memcpy(msg, &h, sizeof h);
     if (request) PostReplyBuffers(peer, dest);
-    verbs::Sge sge;
-    sge.addr = reinterpret_cast<uint64_t>(msg);
-    sge.length = static_cast<uint32_t>(total);
-    sge.lkey = use_inline ? 0 : rails_[qp.rail]->bbuf_mr->lkey();
+    verbs::Sge sge[2];
+    sge[0].addr = reinterpret_cast<uint64_t>(msg);
+    sge[0].length = static_cast<uint32_t>(gather ? payload_at : total);
+    sge[0].lkey = use_inline ? 0 : rails_[qp.rail]->bbuf_mr->lkey();
+    sge[1].addr = reinterpret_cast<uint64_t>(m.payload);
+    sge[1].length = static_cast<uint32_t>(inline_len);
+    sge[1].lkey = payload_lkey;
     verbs::SendWr wr;
     wr.opcode = verbs::Opcode::kSend;
     wr.flags = use_inline ? verbs::kSendInline : 0;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    wr.sg_list = sge;
+    wr.num_sge = gather ? 2 : 1;
     PostSend(qp, op, wr);
   }
   if (use_inline) {
     counters_.inline_sends.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (gather) {
+    counters_.gathered_sends.fetch_add(1, std::memory_order_relaxed);
+    WaitSent(gathered);
   }
   if (!credits_only) {
     if (request) {
@@ -1832,12 +1868,16 @@ void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
                       size_t len, rma::Counter& rc, bool replies_only,
                       int qp_index, rma::Counter* lc) {
   Peer& peer = PeerFor(rank, write ? "a Put" : "a Get");
-  peer.used = true;
+  if (ABSL_PREDICT_FALSE(!peer.used.load(std::memory_order_relaxed))) {
+    peer.used.store(true, std::memory_order_relaxed);
+  }
   const size_t stripe =
       write ? settings_.put_stripe_sz : settings_.get_stripe_sz;
   const bool striping = qp_index < 0 && stripe != 0 && peer.qps.size() > 1;
-  uint32_t q = qp_index >= 0 ? static_cast<uint32_t>(qp_index)
-                             : peer.next_qp++ % peer.qps.size();
+  uint32_t q = qp_index >= 0
+                   ? static_cast<uint32_t>(qp_index)
+                   : peer.next_qp.fetch_add(1, std::memory_order_relaxed) %
+                         peer.qps.size();
   // A Put small enough is copied into send buffers, so its source is free
   // at once (GASNET_NONBULKPUT_BOUNCE_LIMIT).
   const bool bounce_put =

@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/optimization.h"
 #include "absl/container/flat_hash_map.h"
 #include "am/credits.h"
 #include "base/wait_policy.h"
@@ -77,6 +78,8 @@ struct IbvStats {
   uint64_t piggybacked_credits = 0;
   // Peers connected on demand (GASNET_CONNECT_DYNAMIC), either side.
   uint64_t dynamic_connections = 0;
+  // AMs whose payload was gathered from the segment (GASNET_AM_GATHER_MIN).
+  uint64_t gathered_sends = 0;
   uint64_t inline_sends = 0;
   uint64_t copy_outs = 0;       // Requests copied out: no spare buffer
   uint64_t reply_buffers = 0;   // receive buffers posted for Replies
@@ -217,6 +220,16 @@ class IbvConduit final : public core::Conduit {
                       size_t len) const;
 
   void PrintStats() const;
+  void StartThreads();
+  void StartThreadsOnce() {
+    if (ABSL_PREDICT_FALSE(!threads_started_.load(std::memory_order_acquire)) &&
+        (settings_.rcv_thread.enabled || settings_.snd_thread.enabled)) {
+      std::call_once(threads_once_, [this] {
+        StartThreads();
+        threads_started_.store(true, std::memory_order_release);
+      });
+    }
+  }
   void StopThreads();
 
   template <typename PollFn>
@@ -292,13 +305,15 @@ class IbvConduit final : public core::Conduit {
   std::vector<std::unique_ptr<firehose::LocalCache>> firehose_;
   std::vector<std::unique_ptr<ProgressThread>> threads_;
   bool exclusive_receive_thread_ = false;  // GASNET_RCV_THREAD_POLL_MODE
+  std::once_flag threads_once_;
+  std::atomic<bool> threads_started_{false};
 
   std::atomic<bool> closed_{false};
   struct Counters {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
         credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},
         reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0},
-        piggybacked_credits{0}, dynamic_connections{0};
+        piggybacked_credits{0}, dynamic_connections{0}, gathered_sends{0};
   };
   Counters counters_;
 };

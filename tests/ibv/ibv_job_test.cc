@@ -204,6 +204,28 @@ TEST(IbvReceiveBufferTest, NoSparesCopiesOutMediumsIntact) {
   }
 }
 
+// GASNET_AM_GATHER_MIN: Mediums from the segment at or above it are sent
+// without a copy (a two-element gather), with every byte checked by the
+// handler; -1 turns it off.
+TEST(IbvGatherTest, SegmentPayloadsAreGatheredIntact) {
+  constexpr long long kMessages = 500;
+  for (const char* min : {"1500", "-1"}) {
+    const JobResult r = RunIbvJob(2, {"medium-seg", std::to_string(kMessages)},
+                                  {std::string("GASNET_AM_GATHER_MIN=") + min});
+    ExpectOk(r, 2, "medium");
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(Field(RankLine(r, rank, "medium ok"), "handled"), kMessages)
+          << Describe(r);
+      const long long gathered = Stat(StatsLine(r, rank), "gathered");
+      if (std::string(min) == "-1") {
+        EXPECT_EQ(gathered, 0) << Describe(r);
+      } else {
+        EXPECT_GT(gathered, 0) << Describe(r);
+      }
+    }
+  }
+}
+
 // The default keeps spares: the same job copies (almost) nothing out, so
 // the case above is the corner it claims to be. (A handful of copy-outs,
 // 6 per rank here, happen even so.)
