@@ -895,6 +895,7 @@ IbvStats IbvConduit::stats() const {
   s.piggybacked_credits = counters_.piggybacked_credits.load();
   s.dynamic_connections = counters_.dynamic_connections.load();
   s.gathered_sends = counters_.gathered_sends.load();
+  s.fenced_puts = counters_.fenced_puts.load();
   for (const auto& cache : firehose_) {
     const firehose::LocalCache::Stats f = cache->stats();
     s.firehose_hits += f.hits;
@@ -919,7 +920,8 @@ void IbvConduit::PrintStats() const {
       "reply_buffers %llu "
       "puts %llu gets %llu bounced_puts %llu firehose_hits %llu "
       "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
-      "transport_retries %llu dynamic_connections %llu gathered %llu srq %d "
+      "transport_retries %llu dynamic_connections %llu gathered %llu "
+      "fenced_puts %llu srq %d "
       "rails %zu "
       "device %s\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
@@ -939,7 +941,8 @@ void IbvConduit::PrintStats() const {
       static_cast<unsigned long long>(s.rnr_naks),
       static_cast<unsigned long long>(s.transport_retries),
       static_cast<unsigned long long>(s.dynamic_connections),
-      static_cast<unsigned long long>(s.gathered_sends), use_srq_ ? 1 : 0,
+      static_cast<unsigned long long>(s.gathered_sends),
+      static_cast<unsigned long long>(s.fenced_puts), use_srq_ ? 1 : 0,
       rails_.size(), software_ ? "software" : "hca");
   std::fflush(stdout);
 }
@@ -1953,9 +1956,15 @@ void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
         op->lc = lc;
       }
     }
+    // GASNET_USE_FENCED_PUTS (several rails): a write's acknowledgement
+    // need not mean its data is visible before another rail's traffic; a
+    // READ of its last byte behind it on the same QP does (IB orders a
+    // read after earlier writes), so the remote completion waits for that.
+    const bool fence = write && settings_.use_fenced_puts && rails_.size() > 1;
+    rma::Counter* fenced_rc = nullptr;
+    if (fence) std::swap(fenced_rc, op->rc);
     verbs::SendWr wr;
     wr.opcode = write ? verbs::Opcode::kRdmaWrite : verbs::Opcode::kRdmaRead;
-    wr.flags = settings_.use_fenced_puts && write ? verbs::kSendFence : 0;
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.remote_addr = remote + done;
@@ -1963,6 +1972,29 @@ void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
     {
       std::lock_guard<MaybeMutex> lock(lock_);
       PostSend(qp, op, wr);
+    }
+    if (fence) {
+      // (Reserved after the write is posted: a queue of depth 1 frees its
+      // slot when the write completes.)
+      Op* fence_op;
+      ReserveWaiting(qp, /*need_buffer=*/true, /*immediate=*/false,
+                     replies_only, &fence_op);
+      fence_op->what = "a fencing RDMA read";
+      fence_op->rc = fenced_rc;
+      verbs::Sge last;
+      last.addr = reinterpret_cast<uint64_t>(bbufs_ + size_t{fence_op->bbuf} *
+                                                          buffer_size_);
+      last.length = 1;
+      last.lkey = rails_[rail]->bbuf_mr->lkey();
+      verbs::SendWr read;
+      read.opcode = verbs::Opcode::kRdmaRead;
+      read.sg_list = &last;
+      read.num_sge = 1;
+      read.remote_addr = remote + done + piece - 1;
+      read.rkey = wr.rkey;
+      std::lock_guard<MaybeMutex> lock(lock_);
+      PostSend(qp, fence_op, read);
+      counters_.fenced_puts.fetch_add(1, std::memory_order_relaxed);
     }
     (write ? counters_.puts : counters_.gets)
         .fetch_add(1, std::memory_order_relaxed);

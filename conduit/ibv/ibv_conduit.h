@@ -80,6 +80,8 @@ struct IbvStats {
   uint64_t dynamic_connections = 0;
   // AMs whose payload was gathered from the segment (GASNET_AM_GATHER_MIN).
   uint64_t gathered_sends = 0;
+  // RDMA reads behind Put pieces (GASNET_USE_FENCED_PUTS, several rails).
+  uint64_t fenced_puts = 0;
   uint64_t inline_sends = 0;
   uint64_t copy_outs = 0;       // Requests copied out: no spare buffer
   uint64_t reply_buffers = 0;   // receive buffers posted for Replies
@@ -313,7 +315,8 @@ class IbvConduit final : public core::Conduit {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
         credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},
         reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0},
-        piggybacked_credits{0}, dynamic_connections{0}, gathered_sends{0};
+        piggybacked_credits{0}, dynamic_connections{0}, gathered_sends{0},
+        fenced_puts{0};
   };
   Counters counters_;
 };

@@ -293,6 +293,23 @@ TEST(IbvRailsTest, TwoRailsStripedRmaCorrect) {
     EXPECT_EQ(Stat(stats, "rails"), 2) << stats;
     // Two Puts of 1 MiB + 123 bytes in 4 KiB stripes: 257 pieces each.
     EXPECT_GE(Stat(stats, "puts"), 2 * 257) << stats;
+    EXPECT_EQ(Stat(stats, "fenced_puts"), 0) << stats;
+  }
+}
+
+// GASNET_USE_FENCED_PUTS over two rails: every Put piece is followed by a
+// fencing read on its QP, and the data still checks out.
+TEST(IbvRailsTest, FencedPutsOverTwoRails) {
+  const JobResult r =
+      RunIbvJob(3, {"rma"},
+                {"GASNET_IBV_SOFTWARE_DEVICES=2", "GASNET_PUT_STRIPE_SZ=64K",
+                 "GASNET_USE_FENCED_PUTS=1"},
+                false);
+  ExpectOk(r, 3, "rma");
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string stats = StatsLine(r, rank);
+    EXPECT_EQ(Stat(stats, "rails"), 2) << stats;
+    EXPECT_GE(Stat(stats, "fenced_puts"), 2 * 17) << stats;
   }
 }
 
