@@ -6,6 +6,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "absl/strings/str_format.h"
 #include "base/fatal.h"
 #include "base/freeze.h"
@@ -61,8 +63,15 @@ void OnFatalSignal(int sig) {
   DieOf(sig, 128 + sig);
 }
 
+std::atomic<bool (*)()> g_defer_probe{nullptr};
+
 void OnEndSignal(int sig) {
   if (ExitInProgress()) return;
+  if (bool (*inside)() = g_defer_probe.load(std::memory_order_relaxed);
+      inside != nullptr && inside()) {
+    internal::g_deferred_end_signal.store(sig, std::memory_order_relaxed);
+    return;
+  }
   if (sig != SIGQUIT && ClientHandlesSigquit()) {
     raise(SIGQUIT);
     return;
@@ -132,6 +141,21 @@ void HandleWithInfo(int sig, void (*handler)(int, siginfo_t*, void*),
 }
 
 }  // namespace
+
+namespace internal {
+
+std::atomic<int> g_deferred_end_signal{0};
+
+void RaiseDeferredEndSignalSlow() {
+  const int sig = g_deferred_end_signal.exchange(0, std::memory_order_relaxed);
+  if (sig != 0) raise(sig);
+}
+
+}  // namespace internal
+
+void SetEndSignalDeferral(bool (*inside)()) {
+  g_defer_probe.store(inside, std::memory_order_relaxed);
+}
 
 void InstallSignalHandlers() {
   for (int sig : kFatalSignals) Handle(sig, &OnFatalSignal, true);

@@ -18,8 +18,10 @@
 #ifndef GEX_EXIT_SIGNALS_H_
 #define GEX_EXIT_SIGNALS_H_
 
+#include <atomic>
 #include <initializer_list>
 
+#include "absl/base/optimization.h"
 #include "absl/time/time.h"
 
 namespace gexrt::exit {
@@ -43,6 +45,31 @@ void DisarmExitAlarm();
 // (the client's) are left alone. Call before Install, and again after
 // anything that may have installed more.
 void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
+
+// Deferring the end signals (SIGTERM SIGINT SIGHUP SIGQUIT) while a thread
+// is inside code the exit cannot re-enter. The exit runs from the signal's
+// handler, on whatever the thread was doing; a conduit whose device holds
+// a lock meanwhile (a software device's spin lock around a completion
+// queue) would have the exit's sends wait for it forever. Such a conduit
+// sets `inside` (true while this thread is in that code); an end signal
+// that lands then is only recorded, and the conduit calls
+// RaiseDeferredEndSignal when the thread leaves, which raises it again.
+// One probe per process; null removes it. Fatal signals are never
+// deferred (returning would fault again).
+void SetEndSignalDeferral(bool (*inside)());
+
+namespace internal {
+extern std::atomic<int> g_deferred_end_signal;
+void RaiseDeferredEndSignalSlow();
+}  // namespace internal
+
+// Cheap when nothing was deferred (one relaxed load).
+inline void RaiseDeferredEndSignal() {
+  if (ABSL_PREDICT_FALSE(internal::g_deferred_end_signal.load(
+                             std::memory_order_relaxed) != 0)) {
+    internal::RaiseDeferredEndSignalSlow();
+  }
+}
 
 }  // namespace gexrt::exit
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,8 @@
 #include "base/fatal.h"
 #include "conduit/ibv/connect_file.h"
 #include "conduit/ibv/memory_limits.h"
+#include "core/am_wire.h"
+#include "core/peer_lost.h"
 #include "exit/graceful_exit.h"
 #include "firehose/settings.h"
 #include "pshm/supernode.h"
@@ -32,37 +35,18 @@ namespace gexrt::ibv {
 
 using core::Category;
 using core::SendStatus;
+namespace wire = core::wire;
 
 // ---------------------------------------------------------------------------
 // The wire format of an Active Message (one SEND).
 
 namespace {
 
-// flags: the category in the low two bits, then:
-constexpr uint8_t kFlagRequest = 0x04;
-constexpr uint8_t kFlagCreditsOnly = 0x08;  // the SYS_ack: credits only
-constexpr uint8_t kFlagLongByRdma = 0x10;   // the payload was written first
-
-struct WireHeader {
-  uint8_t flags;
-  uint8_t handler;
-  uint8_t nargs;
-  uint8_t unused;
-  uint32_t credits;
-  uint32_t source;
-  uint32_t len;  // payload bytes (a Long's, wherever they travel)
-  uint64_t long_dest;
-};
-static_assert(sizeof(WireHeader) == 24, "the header is packed by hand");
-
-constexpr size_t ArgsEnd(unsigned nargs) {
-  return sizeof(WireHeader) + 4 * size_t{nargs};
-}
-// The payload starts 8-byte aligned.
-constexpr size_t PayloadOffset(unsigned nargs) {
-  return (ArgsEnd(nargs) + 7) & ~size_t{7};
-}
-constexpr size_t kMaxOverhead = PayloadOffset(am::kMaxArgs);
+using wire::ArgsEnd;
+using wire::kFlagRequest;
+using wire::kMaxOverhead;
+using wire::PayloadOffset;
+using WireHeader = wire::Header;
 
 // Completions taken per poll of one queue, and messages delivered per
 // Poll, so that a flood cannot starve the rest of the rank's progress.
@@ -360,6 +344,10 @@ absl::Status IbvConduit::Init(const core::InitArgs& args) {
     }
   }
   lock_.Enable(thread_safe_);
+  // The exit runs from an end signal's handler; inside the conduit's
+  // locked work it would wait on a device lock the interrupted frame
+  // holds. Such a signal waits until the frame leaves (MaybeMutex).
+  exit::SetEndSignalDeferral(&MaybeMutex::Held);
   // GASNET_RCV_THREAD_POLL_MODE: serialized and concurrent are the same
   // here (every poll takes the conduit's lock in PAR); exclusive leaves the
   // AM queue to the thread alone.
@@ -821,6 +809,13 @@ void IbvConduit::StopThreads() {
 
 void IbvConduit::Fini() {
   if (closed_.load()) return;
+  if (MaybeMutex::Held()) {
+    // Ended from a signal handler that interrupted the conduit's own work:
+    // the objects are in use below us. The process ends; the launcher
+    // removes the software device's shared memory.
+    closed_.store(true);
+    return;
+  }
   StopThreads();
   // What was sent completes before the QPs go (bounded: a peer that has
   // left never acknowledges).
@@ -850,6 +845,7 @@ void IbvConduit::Fini() {
   }
   std::lock_guard<MaybeMutex> lock(lock_);
   closed_.store(true);
+  exit::SetEndSignalDeferral(nullptr);
   // Children before parents, as verbs requires.
   firehose_.clear();
   pinners_.clear();
@@ -1054,6 +1050,7 @@ int IbvConduit::PollSendCqs() {
   verbs::Completion wc[kPollBatch];
   std::lock_guard<MaybeMutex> lock(lock_);
   if (closed_.load(std::memory_order_relaxed)) return 0;
+  CheckAsyncEvents();
   for (auto& rail : rails_) {
     absl::StatusOr<size_t> got = rail->send_cq->Poll(wc);
     if (!got.ok()) {
@@ -1064,13 +1061,19 @@ int IbvConduit::PollSendCqs() {
       Op* op = ops_[wc[i].wr_id].get();
       if (ABSL_PREDICT_FALSE(wc[i].status != verbs::WcStatus::kSuccess) &&
           !exit::ExitInProgress()) {
-        FatalErrorF(
-            "ibv conduit: rank %u: %s to rank %u failed: %s%s", rank_, op->what,
-            op->qp->peer, verbs::ToString(wc[i].status),
-            wc[i].status == verbs::WcStatus::kRetryExceeded
-                ? " (the peer did not answer: it has died, or its QP is not "
-                  "connected)"
-                : "");
+        const std::string why =
+            absl::StrFormat("%s to rank %u failed: %s", op->what, op->qp->peer,
+                            verbs::ToString(wc[i].status));
+        // A peer that does not answer (it died, or left before this rank
+        // heard of the exit; flushes follow on its QP) gets the grace; an
+        // access the device refused is a bug here, fatal at once.
+        if (wc[i].status == verbs::WcStatus::kRetryExceeded ||
+            wc[i].status == verbs::WcStatus::kRnrRetryExceeded ||
+            wc[i].status == verbs::WcStatus::kFlushError) {
+          peer_lost_.Lost(why);
+        } else {
+          FatalErrorF("ibv conduit: rank %u: %s", rank_, why);
+        }
       }
       if (op->copy_to != nullptr) {
         std::memcpy(op->copy_to, bbufs_ + size_t{op->bbuf} * buffer_size_,
@@ -1085,6 +1088,14 @@ int IbvConduit::PollSendCqs() {
     }
   }
   return n;
+}
+
+bool IbvConduit::Interrupted() const {
+  // A signal that ends the job (the launcher's SIGTERM, SIGINT) runs the
+  // exit from its handler, on whatever this thread was doing: inside the
+  // conduit's locked work it may hold a lock of the device the handler's
+  // polls would wait for forever. Calls made then touch nothing.
+  return closed_.load(std::memory_order_relaxed) || MaybeMutex::Held();
 }
 
 void IbvConduit::CheckAsyncEvents() {
@@ -1181,7 +1192,7 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
       if (c.status != verbs::WcStatus::kSuccess) {
         if (c.status == verbs::WcStatus::kFlushError ||
             exit::ExitInProgress()) {
-          continue;
+          continue;  // its QP went to ERROR: the send side reports why
         }
         FatalErrorF("ibv conduit: rank %u: a receive failed: %s", rank_,
                     verbs::ToString(c.status));
@@ -1235,76 +1246,29 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
 }
 
 void IbvConduit::Deliver(Rank source, const unsigned char* msg, size_t len) {
-  WireHeader h;
-  std::memcpy(&h, msg, sizeof h);
-  const auto category = static_cast<Category>(h.flags & 3);
-  const bool is_request = (h.flags & kFlagRequest) != 0;
-  const bool is_long = category == Category::kLong;
-  if (source >= size_ || h.nargs > am::kMaxArgs || ArgsEnd(h.nargs) > len ||
-      (h.flags & 3) == 3) {
-    FatalErrorF(
-        "ibv conduit: rank %u: a malformed message (%zu bytes, source %u, "
-        "flags 0x%x, %u arguments)",
-        rank_, len, source, h.flags, h.nargs);
-  }
-  if (h.credits != 0) credits_->Grant(source, h.credits);
-  if ((h.flags & kFlagCreditsOnly) != 0) return;
-
-  uint32_t args[am::kMaxArgs];
-  std::memcpy(args, msg + sizeof(WireHeader), 4 * size_t{h.nargs});
+  (void)source;  // the header names it, and Decode checks it
+  const wire::Receiver me{"ibv", rank_, size_, segment_base_, segment_size_};
   core::Inbound in;
-  in.source = source;
-  in.category = category;
-  in.is_request = is_request;
-  in.handler = h.handler;
-  in.nargs = h.nargs;
-  in.args = args;
-  in.len = h.len;
-  const size_t payload_at = PayloadOffset(h.nargs);
-  const bool inline_payload = category == Category::kMedium ||
-                              (is_long && (h.flags & kFlagLongByRdma) == 0);
-  if (inline_payload && h.len != 0 && payload_at + h.len > len) {
-    FatalErrorF(
-        "ibv conduit: rank %u: a message of %zu bytes from rank %u claims %u "
-        "payload bytes",
-        rank_, len, source, h.len);
-  }
-  const unsigned char* payload = msg + payload_at;
-  if (category == Category::kMedium) {
-    in.payload = const_cast<unsigned char*>(payload);
-  } else if (is_long) {
-    if (h.len != 0) {
-      if (segment_size_ == 0 || h.long_dest < segment_base_ ||
-          h.len > segment_size_ ||
-          h.long_dest - segment_base_ > segment_size_ - h.len) {
-        FatalErrorF(
-            "ibv conduit: rank %u: a Long from rank %u to [%p, +%u) is "
-            "outside this rank's segment [%p, +%zu)",
-            rank_, source, reinterpret_cast<void*>(h.long_dest), h.len,
-            reinterpret_cast<void*>(segment_base_), segment_size_);
-      }
-      if ((h.flags & kFlagLongByRdma) == 0) {
-        std::memcpy(reinterpret_cast<void*>(h.long_dest), payload, h.len);
-      }
-    }
-    in.payload = reinterpret_cast<void*>(h.long_dest);
-  }
-  if (!is_request) {
+  uint32_t args[am::kMaxArgs];
+  const wire::Header h = wire::Decode(me, msg, len, in, args);
+  if (h.credits != 0) credits_->Grant(h.source, h.credits);
+  if ((h.flags & wire::kFlagCreditsOnly) != 0) return;
+  if (!in.is_request) {
     sink_.Deliver(in);
     return;
   }
-  ReplyHandle reply{source, false};
+  ReplyHandle reply{h.source, false};
   in.reply = &reply;
   sink_.Deliver(in);
   // No Reply went back: the Request's credit is owed, banked until the
   // slack is exceeded, then sent back alone (the seed's SYS_ack).
-  if (!reply.replied && credits_->Bank(source)) SendCredits(source);
+  if (!reply.replied && credits_->Bank(h.source)) SendCredits(h.source);
 }
 
 int IbvConduit::Poll() {
-  if (closed_.load(std::memory_order_relaxed)) return 0;
+  if (Interrupted()) return 0;
   StartThreadsOnce();
-  CheckAsyncEvents();
+  peer_lost_.Check("ibv", rank_);
   int n = PollSendCqs();
   if (ud_ != nullptr) {
     std::lock_guard<MaybeMutex> lock(lock_);
@@ -1315,9 +1279,8 @@ int IbvConduit::Poll() {
 }
 
 int IbvConduit::Progress(bool replies_only) {
-  if (closed_.load(std::memory_order_relaxed)) {
-    return others_.Poll(replies_only);
-  }
+  if (Interrupted()) return others_.Poll(replies_only);
+  peer_lost_.Check("ibv", rank_);
   int n = PollSendCqs();
   if (ud_ != nullptr) {
     std::lock_guard<MaybeMutex> lock(lock_);
@@ -1628,21 +1591,7 @@ IbvConduit::Peer& IbvConduit::ConnectTo(Rank dest, const char* call) {
 // ---------------------------------------------------------------------------
 // Active Messages.
 
-namespace {
-
-void CheckOutbound(bool request, const core::Outbound& m, size_t max_medium) {
-  if (m.nargs > am::kMaxArgs ||
-      (m.category == Category::kMedium && m.len > max_medium) ||
-      (m.category == Category::kLong && m.len > kMaxLong)) {
-    FatalErrorF(
-        "ibv conduit: a %s of %u arguments and %zu payload bytes (at most %u "
-        "arguments, Medium %zu, Long %zu bytes)",
-        request ? "Request" : "Reply", m.nargs, m.len, am::kMaxArgs, max_medium,
-        kMaxLong);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 core::SendStatus IbvConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
@@ -1682,10 +1631,10 @@ bool IbvConduit::TakeCredit(Rank dest, bool immediate) {
 core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
                                   const core::Outbound& m, bool credits_only,
                                   bool immediate) {
-  if (closed_.load(std::memory_order_relaxed)) return SendStatus::kOk;
+  if (Interrupted()) return SendStatus::kOk;
   const bool request = reply == nullptr;
   const bool is_long = m.category == Category::kLong;
-  CheckOutbound(request, m, settings_.max_medium);
+  wire::CheckOutbound("ibv", request, m, settings_.max_medium, kMaxLong);
   const bool replies_only = !request;
   const bool long_by_rdma = is_long && m.len > packed_long_;
   const size_t inline_len =
@@ -1731,22 +1680,10 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
   }
   unsigned char* msg =
       use_inline ? local : bbufs_ + size_t{op->bbuf} * buffer_size_;
-  WireHeader h{};
-  h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3) |
-            (request ? kFlagRequest : 0) |
-            (credits_only ? kFlagCreditsOnly : 0) |
-            (long_by_rdma ? kFlagLongByRdma : 0);
-  h.handler = m.handler;
-  h.nargs = m.nargs;
-  h.source = rank_;
-  h.len = static_cast<uint32_t>(m.len);
-  h.long_dest = m.long_dest;
-  if (m.nargs != 0) {
-    std::memcpy(msg + sizeof h, m.args, 4 * size_t{m.nargs});
-  }
-  if (inline_len != 0) {
+  wire::Encode(m, rank_, request, credits_only, long_by_rdma,
+               /*inline_payload=*/inline_len != 0 && !gather, msg);
+  if (gather) {
     std::memset(msg + ArgsEnd(m.nargs), 0, payload_at - ArgsEnd(m.nargs));
-    if (!gather) std::memcpy(msg + payload_at, m.payload, inline_len);
   }
   op->what = request ? "an AM Request" : "an AM Reply";
   if (gather) {
@@ -1758,12 +1695,12 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
     // The credits are taken last, under the lock, so that what is banked
     // travels once.
     const uint32_t banked = credits_->TakeBanked(dest);
-    h.credits = banked + (request || credits_only ? 0 : 1);
+    const uint32_t credits = banked + (request || credits_only ? 0 : 1);
     if (banked != 0 && !credits_only) {
       counters_.piggybacked_credits.fetch_add(banked,
                                               std::memory_order_relaxed);
     }
-    std::memcpy(msg, &h, sizeof h);
+    std::memcpy(msg + offsetof(WireHeader, credits), &credits, sizeof credits);
     if (request) PostReplyBuffers(peer, dest);
     verbs::Sge sge[2];
     sge[0].addr = reinterpret_cast<uint64_t>(msg);

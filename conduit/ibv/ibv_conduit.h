@@ -64,6 +64,8 @@
 #include "conduit/ibv/verbs/select.h"
 #include "conduit/ibv/verbs/verbs.h"
 #include "core/conduit.h"
+#include "core/peer_lost.h"
+#include "exit/signals.h"
 #include "firehose/local_cache.h"
 
 namespace gexrt::ibv {
@@ -136,20 +138,30 @@ class IbvConduit final : public core::Conduit {
 
  private:
   // A lock that is a lock only in PAR mode.
+  // Also counts, per thread, how deep the thread is inside the conduit's
+  // locked work (Interrupted()).
   class MaybeMutex {
    public:
     void lock() {
       if (on_) m_.lock();
+      ++depth_;
     }
     void unlock() {
       if (on_) m_.unlock();
+      // An end signal that landed inside was deferred (Init): raised now.
+      if (--depth_ == 0) exit::RaiseDeferredEndSignal();
     }
     void Enable(bool on) { on_ = on; }
+    static bool Held() { return depth_ != 0; }
 
    private:
+    static inline thread_local int depth_ = 0;
     std::mutex m_;
     bool on_ = false;
   };
+  // Closed, or called from a signal handler that interrupted this thread
+  // inside the conduit: the call must touch nothing.
+  bool Interrupted() const;
 
   absl::Status OpenRails(const std::string& job_key, const NodeMap& map);
   absl::Status CreateBuffers(const NodeMap& map);
@@ -311,6 +323,7 @@ class IbvConduit final : public core::Conduit {
   std::atomic<bool> threads_started_{false};
 
   std::atomic<bool> closed_{false};
+  core::PeerLostClock peer_lost_;
   struct Counters {
     std::atomic<uint64_t> requests_sent{0}, replies_sent{0},
         credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -16,6 +17,7 @@
 #include "am/vocabulary.h"
 #include "base/fatal.h"
 #include "base/spin_wait.h"
+#include "core/am_wire.h"
 #include "exit/graceful_exit.h"
 #include "exit/signals.h"
 
@@ -23,6 +25,7 @@ namespace gexrt::ucx {
 
 using core::Category;
 using core::SendStatus;
+namespace wire = core::wire;
 
 // ---------------------------------------------------------------------------
 // The wire format of an Active Message.
@@ -32,32 +35,14 @@ namespace {
 // The one UCP AM id this conduit uses.
 constexpr unsigned kAmId = 0;
 
-// flags: the category in the low two bits, then:
-constexpr uint8_t kFlagRequest = 0x04;
-constexpr uint8_t kFlagCreditsOnly = 0x08;  // hidden: credits, no handler
-constexpr uint8_t kFlagLongByRma = 0x10;    // the payload was written first
-constexpr uint8_t kFlagHello = 0x20;        // hidden, at Init: wire-up done
-
-struct WireHeader {
-  uint8_t flags;
-  uint8_t handler;
-  uint8_t nargs;
-  uint8_t unused;
-  uint32_t credits;
-  uint32_t source;
-  uint32_t len;  // payload bytes (a Long's, wherever they travel)
-  uint64_t long_dest;
-};
-static_assert(sizeof(WireHeader) == 24, "the header is packed by hand");
-
-constexpr size_t ArgsEnd(unsigned nargs) {
-  return sizeof(WireHeader) + 4 * size_t{nargs};
-}
-// The payload starts 8-byte aligned.
-constexpr size_t PayloadOffset(unsigned nargs) {
-  return (ArgsEnd(nargs) + 7) & ~size_t{7};
-}
-constexpr size_t kMaxOverhead = PayloadOffset(am::kMaxArgs);
+// The wire format is core/am_wire.h's; the hello at Init is ours.
+using wire::ArgsEnd;
+using wire::kFlagCreditsOnly;
+using wire::kFlagRequest;
+using wire::kMaxOverhead;
+using wire::PayloadOffset;
+using WireHeader = wire::Header;
+constexpr uint8_t kFlagHello = wire::kFirstConduitFlag;  // wire-up done
 
 // A send buffer starts with the pool it returns to; the message follows.
 constexpr size_t kSendPrefix = 16;
@@ -535,71 +520,22 @@ int UcxConduit::DrainQueue(bool replies, int budget) {
 }
 
 void UcxConduit::Deliver(unsigned char* msg, size_t len) {
-  WireHeader h;
-  std::memcpy(&h, msg, sizeof h);
-  const auto category = static_cast<Category>(h.flags & 3);
-  const bool is_request = (h.flags & kFlagRequest) != 0;
-  const bool is_long = category == Category::kLong;
-  if (h.source >= size_ || h.nargs > am::kMaxArgs || ArgsEnd(h.nargs) > len ||
-      (h.flags & 3) == 3) {
-    FatalErrorF(
-        "ucx conduit: rank %u: a malformed message (%zu bytes, source %u, "
-        "flags 0x%x, %u arguments)",
-        rank_, len, h.source, h.flags, h.nargs);
-  }
-  const Rank source = h.source;
-  if (h.credits != 0) credits_->Grant(source, h.credits);
-  if ((h.flags & kFlagCreditsOnly) != 0) return;
-
-  uint32_t args[am::kMaxArgs];
-  std::memcpy(args, msg + sizeof(WireHeader), 4 * size_t{h.nargs});
+  const wire::Receiver me{"ucx", rank_, size_, segment_base_, segment_size_};
   core::Inbound in;
-  in.source = source;
-  in.category = category;
-  in.is_request = is_request;
-  in.handler = h.handler;
-  in.nargs = h.nargs;
-  in.args = args;
-  in.len = h.len;
-  const size_t payload_at = PayloadOffset(h.nargs);
-  const bool inline_payload = category == Category::kMedium ||
-                              (is_long && (h.flags & kFlagLongByRma) == 0);
-  if (inline_payload && h.len != 0 && payload_at + h.len > len) {
-    FatalErrorF(
-        "ucx conduit: rank %u: a message of %zu bytes from rank %u claims %u "
-        "payload bytes",
-        rank_, len, source, h.len);
-  }
-  unsigned char* payload = msg + payload_at;
-  if (category == Category::kMedium) {
-    in.payload = payload;
-  } else if (is_long) {
-    if (h.len != 0) {
-      if (segment_size_ == 0 || h.long_dest < segment_base_ ||
-          h.len > segment_size_ ||
-          h.long_dest - segment_base_ > segment_size_ - h.len) {
-        FatalErrorF(
-            "ucx conduit: rank %u: a Long from rank %u to [%p, +%u) is "
-            "outside this rank's segment [%p, +%zu)",
-            rank_, source, reinterpret_cast<void*>(h.long_dest), h.len,
-            reinterpret_cast<void*>(segment_base_), segment_size_);
-      }
-      if ((h.flags & kFlagLongByRma) == 0) {
-        std::memcpy(reinterpret_cast<void*>(h.long_dest), payload, h.len);
-      }
-    }
-    in.payload = reinterpret_cast<void*>(h.long_dest);
-  }
-  if (!is_request) {
+  uint32_t args[am::kMaxArgs];
+  const wire::Header h = wire::Decode(me, msg, len, in, args);
+  if (h.credits != 0) credits_->Grant(h.source, h.credits);
+  if ((h.flags & kFlagCreditsOnly) != 0) return;
+  if (!in.is_request) {
     sink_.Deliver(in);
     return;
   }
-  ReplyHandle reply{source, false};
+  ReplyHandle reply{h.source, false};
   in.reply = &reply;
   sink_.Deliver(in);
   // No Reply went back: the Request's credit is owed, banked until the
   // slack is exceeded.
-  if (!reply.replied && credits_->Bank(source)) SendCredits(source);
+  if (!reply.replied && credits_->Bank(h.source)) SendCredits(h.source);
 }
 
 int UcxConduit::Poll() {
@@ -726,21 +662,7 @@ void UcxConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
   WaitCounter(done, replies_only);
 }
 
-namespace {
-
-void CheckOutbound(bool request, const core::Outbound& m, size_t max_medium) {
-  if (m.nargs > am::kMaxArgs ||
-      (m.category == Category::kMedium && m.len > max_medium) ||
-      (m.category == Category::kLong && m.len > kMaxLong)) {
-    FatalErrorF(
-        "ucx conduit: a %s of %u arguments and %zu payload bytes (at most %u "
-        "arguments, Medium %zu, Long %zu bytes)",
-        request ? "Request" : "Reply", m.nargs, m.len, am::kMaxArgs, max_medium,
-        kMaxLong);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 core::SendStatus UcxConduit::Send(Rank dest, ReplyHandle* reply,
                                   const core::Outbound& m, bool credits_only,
@@ -748,7 +670,7 @@ core::SendStatus UcxConduit::Send(Rank dest, ReplyHandle* reply,
   if (closed_.load(std::memory_order_relaxed)) return SendStatus::kOk;
   const bool request = reply == nullptr;
   const bool is_long = m.category == Category::kLong;
-  CheckOutbound(request, m, settings_.max_medium);
+  wire::CheckOutbound("ucx", request, m, settings_.max_medium, kMaxLong);
   const bool replies_only = !request;
   const bool long_by_rma = is_long && m.len > settings_.max_medium;
   const size_t inline_len =
@@ -769,26 +691,12 @@ core::SendStatus UcxConduit::Send(Rank dest, ReplyHandle* reply,
   }
 
   unsigned char* msg = buffer + kSendPrefix;
-  WireHeader h{};
-  h.flags = static_cast<uint8_t>(static_cast<uint8_t>(m.category) & 3) |
-            (request ? kFlagRequest : 0) |
-            (credits_only ? kFlagCreditsOnly : 0) |
-            (long_by_rma ? kFlagLongByRma : 0);
-  h.handler = m.handler;
-  h.nargs = m.nargs;
+  wire::Encode(m, rank_, request, credits_only, long_by_rma,
+               /*inline_payload=*/inline_len != 0, msg);
   // A Reply returns its Request's credit, besides what was banked.
-  h.credits = credits_->TakeBanked(dest) + (request || credits_only ? 0 : 1);
-  h.source = rank_;
-  h.len = static_cast<uint32_t>(m.len);
-  h.long_dest = m.long_dest;
-  std::memcpy(msg, &h, sizeof h);
-  if (m.nargs != 0) {
-    std::memcpy(msg + sizeof h, m.args, 4 * size_t{m.nargs});
-  }
-  if (inline_len != 0) {
-    std::memset(msg + ArgsEnd(m.nargs), 0, payload_at - ArgsEnd(m.nargs));
-    std::memcpy(msg + payload_at, m.payload, inline_len);
-  }
+  const uint32_t credits =
+      credits_->TakeBanked(dest) + (request || credits_only ? 0 : 1);
+  std::memcpy(msg + offsetof(WireHeader, credits), &credits, sizeof credits);
 
   const ucs_status_t sent = SendEager(eps_[dest], pool, buffer, total);
   if (sent != UCS_OK) PeerLost("sending to", dest, sent);
