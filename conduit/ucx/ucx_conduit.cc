@@ -18,6 +18,7 @@
 #include "base/fatal.h"
 #include "base/spin_wait.h"
 #include "core/am_wire.h"
+#include "core/peer_lost.h"
 #include "exit/graceful_exit.h"
 #include "exit/signals.h"
 
@@ -63,38 +64,16 @@ constexpr size_t kMaxLong = size_t{1} << 30;
 std::string StatusText(ucs_status_t s) { return ucs_status_string(s); }
 
 // A send or RMA to a peer failed (UCX reports a peer that died or left as
-// an endpoint timeout or a reset). That is how a rank learns of an exit
-// that has not reached it yet, so it is not fatal at once: the launcher or
-// the exit protocol ends the job within moments, and only a job still
-// running kPeerLostGrace later ends with this error. One per process (one
-// conduit); the first failure's text is kept.
-constexpr absl::Duration kPeerLostGrace = absl::Seconds(10);
-std::atomic<int64_t> g_peer_lost_deadline_ns{0};
-char g_peer_lost_why[192];
+// an endpoint timeout or a reset): core/peer_lost.h's grace. One per
+// process (one conduit).
+core::PeerLostClock g_peer_lost;
 
 void PeerLost(const char* what, Rank peer, ucs_status_t status) {
-  const int64_t now = absl::ToUnixNanos(absl::Now());
-  int64_t none = 0;
-  if (g_peer_lost_deadline_ns.compare_exchange_strong(
-          none, now + absl::ToInt64Nanoseconds(kPeerLostGrace))) {
-    std::snprintf(g_peer_lost_why, sizeof g_peer_lost_why, "%s rank %u: %s",
-                  what, peer, ucs_status_string(status));
-  }
+  g_peer_lost.Lost(
+      absl::StrFormat("%s rank %u: %s", what, peer, ucs_status_string(status)));
 }
 
-// Fatal once the grace after a failure has run out.
-inline void CheckPeerLost(Rank me) {
-  const int64_t deadline =
-      g_peer_lost_deadline_ns.load(std::memory_order_relaxed);
-  if (ABSL_PREDICT_TRUE(deadline == 0) ||
-      absl::ToUnixNanos(absl::Now()) < deadline) {
-    return;
-  }
-  FatalErrorF(
-      "ucx conduit: rank %u: %s, and the job was not ended within %s (as it "
-      "is when a peer has died or left)",
-      me, g_peer_lost_why, absl::FormatDuration(kPeerLostGrace));
-}
+inline void CheckPeerLost(Rank me) { g_peer_lost.Check("ucx", me); }
 
 // libucs installs handlers for the fatal signals when it loads (its
 // UCX_HANDLE_ERRORS backtrace), before main; they print UCX's report and
