@@ -784,7 +784,7 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
 void IbvConduit::StartThreads() {
   // Not at Init: the client registers its handlers after the conduit's
   // Init and before its first call into it, and nothing may run a handler
-  // before then (api/client.cc). The first Poll, send or RMA starts them.
+  // before then (api/client.cc). The first Poll or Request starts them.
   if (settings_.rcv_thread.enabled) {
     threads_.push_back(std::make_unique<ProgressThread>(
         rails_[0]->recv_cq.get(), settings_.rcv_thread, settings_.thread_stack,

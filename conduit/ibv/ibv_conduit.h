@@ -9,18 +9,22 @@
 // protection domain, send and receive completion queues, and (with SRQ)
 // shared receive queue; the segment and the AM buffers are registered on
 // every rail. To each peer go GASNET_NUM_QPS reliable-connected QPs (one
-// per rail by default), created and connected at Init through the
-// bootstrap exchange (static connections; GASNET_CONNECTFILE_IN limits
-// which, GASNET_CONNECTFILE_OUT records them). Active Messages travel on
-// a peer's first QP; RMA is striped over all of them.
+// per rail by default), connected at Init through the bootstrap exchange
+// (static connections; GASNET_CONNECTFILE_IN limits which,
+// GASNET_CONNECTFILE_OUT records those used) or on first use by a
+// REQ/REP/RTU handshake over one UD QP per rank (dynamic connections,
+// GASNET_CONNECT_DYNAMIC). Active Messages travel on a peer's first QP;
+// RMA is striped over all of them (GASNET_PUT/GET_STRIPE_SZ), with a
+// fencing READ behind each Put piece under GASNET_USE_FENCED_PUTS.
 //
 // Active Messages (the seed's Core API section): every message is a SEND
 // of our header, the arguments and a Medium's (or a packed Long's)
 // payload, inline when it fits GASNET_INLINESEND_LIMIT, else from a
-// registered send buffer (GASNET_BBUF_COUNT). A larger Long is an RDMA
-// WRITE into the target's segment followed by its header on the same QP
-// (RC delivers them in order). Flow control by am::Credits: a Request
-// takes a credit; the target posts a replacement receive buffer before
+// registered send buffer (GASNET_BBUF_COUNT), or gathered from the segment
+// without a copy (GASNET_AM_GATHER_MIN). The format is core/am_wire.h's. A
+// larger Long is an RDMA WRITE into the target's segment followed by its header
+// on the same QP (RC delivers them in order). Flow control by am::Credits: a
+// Request takes a credit; the target posts a replacement receive buffer before
 // running a Request handler (from GASNET_RBUF_SPARES; with none left it
 // copies the message out and reposts the same buffer); the Reply, or the
 // banked credit on the next message back, or an explicit credit message

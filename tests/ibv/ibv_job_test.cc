@@ -538,8 +538,7 @@ INSTANTIATE_TEST_SUITE_P(
 // thread, waits in a barrier: the job exits 3, no rank dies of a signal,
 // nothing is left.
 TEST(IbvThreadExitTest, OneRankExitsWhileTheOtherHasAReceiveThread) {
-  // (It aborted in 2 runs of 5 when the thread joined itself.) "
-  "the fix belongs in conduit/ibv/ibv_conduit.cc";
+  // (It aborted in 2 runs of 5 when the thread joined itself.)
   for (int run = 0; run < 5; ++run) {
     const JobResult r = RunIbvJob(2, {"exit", "3"}, {"GASNET_RCV_THREAD=1"},
                                   /*par=*/true, absl::Seconds(30));
