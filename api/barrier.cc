@@ -229,10 +229,17 @@ void Barrier::SendRound(const Send& s) {
 bool Barrier::Finish(gex_Event_t handle, Value* result) {
   Progress();
   auto* event = static_cast<Event*>(handle);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!event->done) return false;
-  *result = event->result;
-  free_events_.push_back(event);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!event->done) return false;
+    *result = event->result;
+    free_events_.push_back(event);
+  }
+  // This rank is done with the barrier, but a peer may still wait for the
+  // last message it sent in it: that is handed to the network before the
+  // client can go off computing without polling (Conduit::FlushSends;
+  // outside mu_, as its polls run barrier handlers).
+  core::FlushSends(*rt_);
   return true;
 }
 

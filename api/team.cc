@@ -21,6 +21,7 @@
 #include "api/runtime.h"
 #include "base/fatal.h"
 #include "bootstrap/current_call.h"
+#include "core/router.h"
 
 namespace gexrt::api {
 namespace {
@@ -265,6 +266,9 @@ bool TeamBarrierFinish(Team&, gex_Event_t e, Barrier::Value* out) {
   int32_t raw[3];
   if (!Collectives::FinishBarrier(e, raw)) return false;
   *out = UnpackValue(raw);
+  // As Barrier::Finish: this rank's last barrier message leaves before
+  // the client may compute without polling.
+  core::FlushSends(*g_runtime);
   return true;
 }
 

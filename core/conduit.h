@@ -276,6 +276,17 @@ class Conduit {
   // (the network sends by itself).
   virtual void ProgressSends() {}
 
+  // Returns once every message this rank has sent so far has been handed
+  // to the network (the provider's transmit completion: the bytes have
+  // left this process, not necessarily arrived), polling meanwhile, so
+  // handlers may run. Called when a barrier completes on this rank (never
+  // from a handler): the client may then compute without calling GASNet,
+  // and a network that moves a queued send only when driven (libfabric's
+  // manual progress) would keep that barrier's last message, and the peer
+  // waiting for it in the same barrier, until this rank's next call.
+  // Default: nothing (the network sends by itself).
+  virtual void FlushSends() {}
+
   // The job is ending (after the exit protocol, before the bootstrap's
   // Fini): release the network.
   virtual void Fini() {}

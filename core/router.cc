@@ -19,6 +19,10 @@ void CheckConduitPeer(const Runtime& rt, Rank rank) {
 
 }  // namespace
 
+void FlushSends(Runtime& rt) {
+  if (rt.conduit_has_peers) rt.conduit->FlushSends();
+}
+
 SendStatus ConduitRequest(Runtime& rt, Rank rank, const Outbound& m,
                           bool immediate) {
   CheckConduitPeer(rt, rank);

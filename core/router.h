@@ -35,6 +35,10 @@ SendStatus ConduitRequest(Runtime& rt, Rank rank, const Outbound& m,
 SendStatus ConduitReply(Runtime& rt, am::Token& token, const Outbound& m,
                         bool immediate);
 
+// Conduit::FlushSends, where this rank has conduit peers (a barrier's
+// completion).
+void FlushSends(Runtime& rt);
+
 // Sends a Request to `rank`. A Medium's payload, or a Long's source, is
 // [payload, +len); a Long's destination is `long_dest` in `rank`'s
 // segment as `rank` sees it, and `long_local` is where that is mapped here

@@ -281,6 +281,9 @@ struct OfiConduit::TxContext {
 
 struct OfiConduit::SendBuffer : TxContext {
   int pool = 0;  // which pool it returns to: an Endpoint, or 2 (bounce)
+  // Manual progress: the transmit context whose Lane::done its completion
+  // counts (null otherwise).
+  Lane* lane = nullptr;
   std::unique_ptr<unsigned char[]> data;
 };
 
@@ -324,6 +327,9 @@ struct OfiConduit::Lane {
   // Serialises reading `cq` (lanes after the first).
   std::mutex mutex;
   std::atomic<uint64_t> sent{0};  // AMs sent through it
+  // Manual progress: of those, the ones whose transmit completion has
+  // been read (FlushSends waits for `sent`).
+  std::atomic<uint64_t> done{0};
 };
 
 // The dispatch table (see MakePaths).
@@ -337,8 +343,8 @@ struct OfiConduit::Paths {
 
 template <bool kCqData, bool kTagged, bool kInject, bool kManual>
 constexpr OfiConduit::Paths OfiConduit::MakePaths() {
-  return Paths{&OfiConduit::Send<kCqData, kTagged, kInject>,
-               &OfiConduit::CommitInPlace<kCqData, kTagged, kInject>,
+  return Paths{&OfiConduit::Send<kCqData, kTagged, kInject, kManual>,
+               &OfiConduit::CommitInPlace<kCqData, kTagged, kInject, kManual>,
                &OfiConduit::DrainRx<kCqData, kTagged>,
                &OfiConduit::RmaPosted<kManual>};
 }
@@ -1081,6 +1087,44 @@ void OfiConduit::ProgressSends() {
   }
 }
 
+void OfiConduit::FlushSends() {
+  // Why: a manual-progress provider (sockets) moves a queued send only
+  // inside a later libfabric call on this rank -- one ring entry per
+  // progress pass, and its bytes go out through a buffer flushed by later
+  // passes. A rank that completes a barrier with its last round's message
+  // still queued, and then computes without calling GASNet, leaves the
+  // peer that needs that message waiting in the same barrier for ever
+  // (tests/exit's compute cases hung so). So when a barrier completes,
+  // this waits until each AM sent so far has its completion -- asked as
+  // FI_INJECT_COMPLETE, not waiting for the peer (see Transmit); sockets
+  // gives it once every byte is written to the socket -- polling as any
+  // wait does.
+  // Under manual progress no AM is injected (fi_inject has no
+  // completion), so every one has a completion; Lane::sent counts them
+  // posted, Lane::done completed. The cost stays with manual progress: a
+  // small AM goes from a pool buffer instead of fi_inject (no lock in SEQ
+  // mode, no wait), one relaxed counter per completion, and the wait
+  // here at a barrier's end; with automatic progress nothing changes and
+  // this returns at once. A send to a peer whose socket is full (it
+  // computes, not reading) waits for that peer's next poll: the barrier
+  // returns later, but nobody waits on this rank meanwhile.
+  if (!manual_ || Interrupted() || abandoned_.load(std::memory_order_relaxed) ||
+      finishing_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  for (auto& l : lanes_) {
+    Lane& lane = *l;
+    const uint64_t target = lane.sent.load(std::memory_order_relaxed);
+    while (lane.done.load(std::memory_order_acquire) < target &&
+           !finishing_.load(std::memory_order_relaxed)) {
+      WaitRound([&] {
+        return Progress(/*replies_only=*/false) +
+               (&lane != lanes_[0].get() ? DrainLane(lane) : 0);
+      });
+    }
+  }
+}
+
 void OfiConduit::Fini() {
   // Ending from a signal handler that interrupted libfabric: its locks may
   // be held, so nothing is closed (the process is about to end anyway).
@@ -1330,6 +1374,10 @@ void OfiConduit::Complete(TxContext* ctx) {
   }
   if (ctx->kind == TxContext::kSend) {
     auto* b = static_cast<SendBuffer*>(ctx);
+    if (b->lane != nullptr) {
+      b->lane->done.fetch_add(1, std::memory_order_release);
+      b->lane = nullptr;
+    }
     (b->pool == kEndpoints ? *bbuf_pool_ : *send_pool_[b->pool]).Put(b);
     return;
   }
@@ -1622,7 +1670,7 @@ void CheckOutbound(bool request, const core::Outbound& m, size_t max_medium,
 
 }  // namespace
 
-template <bool kCqData, bool kTagged, bool kInject>
+template <bool kCqData, bool kTagged, bool kInject, bool kManual>
 core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
                                   const core::Outbound& m, bool credits_only,
                                   bool immediate) {
@@ -1654,8 +1702,11 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
     return SendStatus::kWouldBlock;
   }
 
-  const bool inject = kInject && total <= am_inject_;
-  unsigned char stack[kInject ? kMaxInject : 1];
+  // Manual progress: no fi_inject, which has no completion for
+  // FlushSends to count (fi_sendmsg with FI_INJECT | FI_COMPLETION would
+  // have one, but udp;ofi_rxd in libfabric 1.17 crashes on it).
+  const bool inject = kInject && !kManual && total <= am_inject_;
+  unsigned char stack[kInject && !kManual ? kMaxInject : 1];
   unsigned char* out = stack;
   SendBuffer* buffer = nullptr;
   if (!inject) {
@@ -1675,8 +1726,9 @@ core::SendStatus OfiConduit::Send(Rank dest, ReplyHandle* reply,
       out, m, request, flags, banked + (request || credits_only ? 0 : 1),
       inline_len);
   if (inline_len != 0) std::memcpy(out + payload_at, m.payload, inline_len);
-  if (!Transmit<kCqData, kTagged>(lane, ep, dest, out, total, tag, buffer,
-                                  inject, immediate, replies_only)) {
+  if (!Transmit<kCqData, kTagged, kManual>(lane, ep, dest, out, total, tag,
+                                           buffer, inject, immediate,
+                                           replies_only)) {
     if (buffer != nullptr) send_pool_[ep]->Put(buffer);
     for (uint32_t i = 0; i < banked; ++i) credits_->Bank(dest);
     undo_credit();
@@ -1779,7 +1831,7 @@ void OfiConduit::Cancel(core::Reservation& r) {
   r.state[0] = 0;
 }
 
-template <bool kCqData, bool kTagged, bool kInject>
+template <bool kCqData, bool kTagged, bool kInject, bool kManual>
 void OfiConduit::CommitInPlace(core::Reservation& r, const core::Outbound& m) {
   const bool request = r.is_request;
   auto* reply = static_cast<ReplyHandle*>(r.reply);
@@ -1803,19 +1855,23 @@ void OfiConduit::CommitInPlace(core::Reservation& r, const core::Outbound& m) {
   const uint32_t banked = credits_->TakeBanked(dest);
   const uint64_t tag = WriteHeader<kCqData, kTagged>(
       out, m, request, 0, banked + (request ? 0 : 1), m.len);
-  const bool inject = kInject && total <= am_inject_;
-  Transmit<kCqData, kTagged>(MyLane(), ep, dest, out, total, tag, buffer,
-                             inject, /*immediate=*/false,
-                             /*replies_only=*/!request);
+  const bool inject = kInject && !kManual && total <= am_inject_;
+  Transmit<kCqData, kTagged, kManual>(MyLane(), ep, dest, out, total, tag,
+                                      buffer, inject, /*immediate=*/false,
+                                      /*replies_only=*/!request);
   CountSent(request ? nullptr : reply);
 }
 
-template <bool kCqData, bool kTagged>
+template <bool kCqData, bool kTagged, bool kManual>
 bool OfiConduit::Transmit(Lane& lane, Endpoint ep, Rank dest, const void* msg,
                           size_t len, uint64_t tag, SendBuffer* buffer,
                           bool inject, bool immediate, bool replies_only) {
   const fi_addr_t to = addresses_[2 * static_cast<size_t>(dest) + ep];
   fid_ep* from = lane.ep[ep];
+  if constexpr (kManual) {
+    // Never injected (see Send): the completion counts the send.
+    buffer->lane = &lane;
+  }
   for (;;) {
     ssize_t rc;
     {
@@ -1827,6 +1883,34 @@ bool OfiConduit::Transmit(Lane& lane, Endpoint ep, Rank dest, const void* msg,
         } else {
           rc = kCqData ? fi_injectdata(from, msg, len, rank_, to)
                        : fi_inject(from, msg, len, to);
+        }
+      } else if constexpr (kManual) {
+        // FI_INJECT_COMPLETE: a completion that does not wait for the
+        // peer. sockets defaults to transmit completion, which waits for
+        // the peer's acknowledgement -- and a peer that has left the
+        // barrier and computes never sends it (FlushSends hung so); with
+        // FI_INJECT_COMPLETE sockets still completes a send only once its
+        // bytes are written to the socket.
+        iovec iov{const_cast<void*>(msg), len};
+        const uint64_t flags = FI_COMPLETION | FI_INJECT_COMPLETE |
+                               (kCqData ? FI_REMOTE_CQ_DATA : uint64_t{0});
+        if constexpr (kTagged) {
+          fi_msg_tagged t{};
+          t.msg_iov = &iov;
+          t.iov_count = 1;
+          t.addr = to;
+          t.tag = tag;
+          t.context = &buffer->fi;
+          t.data = rank_;
+          rc = fi_tsendmsg(from, &t, flags);
+        } else {
+          fi_msg t{};
+          t.msg_iov = &iov;
+          t.iov_count = 1;
+          t.addr = to;
+          t.context = &buffer->fi;
+          t.data = rank_;
+          rc = fi_sendmsg(from, &t, flags);
         }
       } else {
         if constexpr (kTagged) {

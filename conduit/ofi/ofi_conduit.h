@@ -115,6 +115,9 @@ class OfiConduit final : public core::Conduit {
   // (a manual-progress provider moves queued sends then) and every
   // completion stays queued for Poll.
   void ProgressSends() override;
+  // Manual progress: drives the provider until every AM sent so far has
+  // its transmit completion (see the .cc). Automatic: nothing.
+  void FlushSends() override;
   void Fini() override;
 
   OfiStats stats() const;
@@ -168,17 +171,19 @@ class OfiConduit final : public core::Conduit {
   //
   // Builds and sends one message (a Request when `reply` is null);
   // `credits_only`: the hidden kind.
-  template <bool kCqData, bool kTagged, bool kInject>
+  template <bool kCqData, bool kTagged, bool kInject, bool kManual>
   core::SendStatus Send(Rank dest, ReplyHandle* reply, const core::Outbound& m,
                         bool credits_only, bool immediate);
   // Sends a message built in a send buffer by Reserve.
-  template <bool kCqData, bool kTagged, bool kInject>
+  template <bool kCqData, bool kTagged, bool kInject, bool kManual>
   void CommitInPlace(core::Reservation& r, const core::Outbound& m);
   // Sends the bytes [msg, +len) (and `tag`) to `dest`'s endpoint `to`
   // through `lane`. `inject`: by fi_inject (`buffer`, if any, goes back
   // to its pool at once); otherwise by fi_send from `buffer`, which goes
   // back at the completion. false: would block and `immediate`.
-  template <bool kCqData, bool kTagged>
+  // kManual: never `inject`; the completion is counted on `lane` (for
+  // FlushSends).
+  template <bool kCqData, bool kTagged, bool kManual>
   bool Transmit(Lane& lane, Endpoint to, Rank dest, const void* msg, size_t len,
                 uint64_t tag, SendBuffer* buffer, bool inject, bool immediate,
                 bool replies_only);
