@@ -65,6 +65,22 @@ class Credits {
   // caller polls, which brings credits back through Grant, and retries).
   bool TryAcquire(uint32_t peer);
 
+  // Sending a Request to `peer` from a conduit: takes a credit, or counts
+  // the wait in `waits` and then, unless `immediate`, calls `wait_round`
+  // (one round of the conduit's progress, which brings credits back) until
+  // one is free. false: `immediate` and none was free; nothing taken.
+  template <typename WaitRound>
+  bool AcquireOrWait(uint32_t peer, bool immediate,
+                     std::atomic<uint64_t>& waits, WaitRound&& wait_round) {
+    if (TryAcquire(peer)) return true;
+    waits.fetch_add(1, std::memory_order_relaxed);
+    if (immediate) return false;
+    do {
+      wait_round();
+    } while (!TryAcquire(peer));
+    return true;
+  }
+
   // `n` credits came back from `peer` (the count on a message from it).
   // More than were taken is a fatal error: a credit was counted twice.
   void Grant(uint32_t peer, uint32_t n);

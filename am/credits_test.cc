@@ -849,5 +849,35 @@ TEST(CreditsThreadTest, TwoThreadedRanksFloodEachOther) {
   }
 }
 
+// A conduit's credit wait: no round while a credit is free; with none,
+// the wait is counted, an IMMEDIATE send takes nothing, and a blocking one
+// runs rounds until one came back.
+TEST(CreditsTest, AcquireOrWaitRunsRoundsOnlyWhileNoCreditIsFree) {
+  CreditConfig c;
+  c.per_peer = 1;
+  c.total = 1;
+  c.slack = 0;
+  Credits credits(2, c);
+  std::atomic<uint64_t> waits{0};
+  int rounds = 0;
+  EXPECT_TRUE(credits.AcquireOrWait(1, false, waits, [&] { ++rounds; }));
+  EXPECT_EQ(rounds, 0);
+  EXPECT_EQ(waits.load(), 0u);
+
+  EXPECT_FALSE(
+      credits.AcquireOrWait(1, /*immediate=*/true, waits, [&] { ++rounds; }));
+  EXPECT_EQ(rounds, 0);
+  EXPECT_EQ(waits.load(), 1u);
+  EXPECT_EQ(credits.Available(1), 0u);
+
+  // The third round brings the credit back (a Reply arrived).
+  EXPECT_TRUE(credits.AcquireOrWait(1, false, waits, [&] {
+    if (++rounds == 3) credits.Grant(1, 1);
+  }));
+  EXPECT_EQ(rounds, 3);
+  EXPECT_EQ(waits.load(), 2u);
+  EXPECT_EQ(credits.Available(1), 0u);
+}
+
 }  // namespace
 }  // namespace gexrt::am

@@ -1619,13 +1619,9 @@ void IbvConduit::SendCredits(Rank dest) {
 }
 
 bool IbvConduit::TakeCredit(Rank dest, bool immediate) {
-  if (credits_->TryAcquire(dest)) return true;
-  counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
-  if (immediate) return false;
-  do {
+  return credits_->AcquireOrWait(dest, immediate, counters_.credit_waits, [&] {
     WaitRound([&] { return Progress(/*replies_only=*/false); });
-  } while (!credits_->TryAcquire(dest));
-  return true;
+  });
 }
 
 core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,

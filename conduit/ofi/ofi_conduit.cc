@@ -201,7 +201,6 @@ constexpr absl::Duration kConnectFor = absl::Seconds(60);
 
 // How long a rank that lost a peer mid-send waits for the job to be ended
 // (by the launcher, which saw the peer go) before it ends it itself.
-constexpr absl::Duration kPeerLostGrace = absl::Seconds(10);
 
 // Whether a send's error `err` says its peer is gone (died, or closed).
 bool IsPeerGone(int err) {
@@ -1229,9 +1228,7 @@ bool OfiConduit::Interrupted() {
 
 int OfiConduit::Poll() {
   if (Interrupted()) return 0;
-  if (peer_lost_deadline_ns_.load(std::memory_order_relaxed) != 0) {
-    CheckPeerLost();
-  }
+  peer_lost_.Check("ofi", rank_);
   // (One queue: one read, delivering both endpoints' messages.)
   int n = shared_cq_ ? 0 : (this->*paths_->drain_rx)(kReplyEp, kPollBudget);
   n += (this->*paths_->drain_rx)(kRequestEp, kPollBudget);
@@ -1241,9 +1238,7 @@ int OfiConduit::Poll() {
 
 int OfiConduit::Progress(bool replies_only) {
   if (Interrupted()) return others_.Poll(replies_only);
-  if (peer_lost_deadline_ns_.load(std::memory_order_relaxed) != 0) {
-    CheckPeerLost();
-  }
+  peer_lost_.Check("ofi", rank_);
   // (A transmit context's own queue holds no receives: a Reply's wait may
   // read it.)
   int n = 0;
@@ -1349,22 +1344,7 @@ void OfiConduit::AfterFini(const char* call) {
 }
 
 void OfiConduit::PeerLost(const char* why) {
-  const int64_t now = absl::ToUnixNanos(absl::Now());
-  int64_t none = 0;
-  if (peer_lost_deadline_ns_.compare_exchange_strong(
-          none, now + absl::ToInt64Nanoseconds(kPeerLostGrace))) {
-    peer_lost_why_ = why;
-  }
-}
-
-void OfiConduit::CheckPeerLost() {
-  const int64_t deadline =
-      peer_lost_deadline_ns_.load(std::memory_order_relaxed);
-  if (absl::ToUnixNanos(absl::Now()) < deadline) return;
-  FatalErrorF(
-      "ofi conduit: rank %u: a send or RMA to a peer failed (%s) and the job "
-      "was not ended within %s (as it is when a peer has died or left)",
-      rank_, peer_lost_why_, absl::FormatDuration(kPeerLostGrace));
+  peer_lost_.Lost(absl::StrFormat("a send or RMA to a peer failed (%s)", why));
 }
 
 void OfiConduit::Complete(TxContext* ctx) {
@@ -1636,13 +1616,9 @@ void OfiConduit::SendCredits(Rank dest) {
 }
 
 bool OfiConduit::TakeCredit(Rank dest, bool immediate) {
-  if (credits_->TryAcquire(dest)) return true;
-  counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
-  if (immediate) return false;
-  do {
+  return credits_->AcquireOrWait(dest, immediate, counters_.credit_waits, [&] {
     WaitRound([&] { return Progress(/*replies_only=*/false); });
-  } while (!credits_->TryAcquire(dest));
-  return true;
+  });
 }
 
 size_t OfiConduit::PayloadOffsetFor(bool is_long, unsigned nargs) const {

@@ -65,6 +65,7 @@
 #include "conduit/ofi/provider.h"
 #include "conduit/ofi/settings.h"
 #include "core/conduit.h"
+#include "core/peer_lost.h"
 
 namespace gexrt::ofi {
 
@@ -225,10 +226,10 @@ class OfiConduit final : public core::Conduit {
   int DrainLane(Lane& lane);
   // A completion queue's error entry: fatal unless the job is ending.
   void CqError(fid_cq* cq);
-  // A send failed because its peer is gone: the job gets kPeerLostGrace
-  // to be ended by the launcher, then CheckPeerLost (every poll) ends it.
+  // A send failed because its peer is gone: the job gets
+  // core::PeerLostClock's grace to be ended by the launcher, then a poll
+  // ends it.
   void PeerLost(const char* why);
-  void CheckPeerLost();
   // An RMA call made after Fini (from another thread in PAR mode).
   [[noreturn]] void AfterFini(const char* call);
   // The calling thread's transmit context.
@@ -384,9 +385,7 @@ class OfiConduit final : public core::Conduit {
   std::atomic<bool> closed_{false};
   // A signal handler found libfabric interrupted: Fini closes nothing.
   std::atomic<bool> abandoned_{false};
-  // Set by PeerLost (Unix nanoseconds; 0: no peer lost).
-  std::atomic<int64_t> peer_lost_deadline_ns_{0};
-  const char* peer_lost_why_ = "";
+  core::PeerLostClock peer_lost_;
   // (Unix nanoseconds; 0: none yet.)
   std::atomic<int64_t> connect_deadline_ns_{0};
 

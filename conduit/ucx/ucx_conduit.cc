@@ -585,13 +585,9 @@ void UcxConduit::SendCredits(Rank dest) {
 }
 
 bool UcxConduit::TakeCredit(Rank dest, bool immediate) {
-  if (credits_->TryAcquire(dest)) return true;
-  counters_.credit_waits.fetch_add(1, std::memory_order_relaxed);
-  if (immediate) return false;
-  do {
+  return credits_->AcquireOrWait(dest, immediate, counters_.credit_waits, [&] {
     WaitRound([&] { return Progress(/*replies_only=*/false); });
-  } while (!credits_->TryAcquire(dest));
-  return true;
+  });
 }
 
 unsigned char* UcxConduit::TakeBuffer(BufferPool& pool, bool immediate,
