@@ -1290,6 +1290,17 @@ int IbvConduit::Progress(bool replies_only) {
   return n + others_.Poll(replies_only);
 }
 
+void IbvConduit::ProgressSends() {
+  // A bootstrap collective's wait (core calls this over and over): answer
+  // connection requests. A peer may need a connection to this rank to
+  // finish what it does before it joins the collective (a thread's Put,
+  // the last AMs), and this rank polls nothing else meanwhile. No handler
+  // runs here.
+  if (ud_ == nullptr || Interrupted()) return;
+  std::lock_guard<MaybeMutex> lock(lock_);
+  PollUd();
+}
+
 void IbvConduit::WaitSent(const rma::Counter& c) {
   while (!c.Done()) {
     WaitRound([&] { return PollSendCqs(); });

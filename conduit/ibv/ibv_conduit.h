@@ -117,6 +117,7 @@ class IbvConduit final : public core::Conduit {
   core::SendStatus Reply(void* reply, const core::Outbound& m,
                          bool immediate) override;
   int Poll() override;
+  void ProgressSends() override;
   absl::Status AttachSegment(void* base, size_t size) override;
   bool Put(Rank rank, void* dest, const void* src, size_t len, bool immediate,
            rma::Counter& rc, rma::Counter* lc) override;
