@@ -1145,9 +1145,7 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
     for (Deferred& d : later) {
       const unsigned char* msg =
           d.copied ? d.copy.get() : rbufs_ + size_t{d.buffer} * buffer_size_;
-      WireHeader h;
-      std::memcpy(&h, msg, sizeof h);
-      Deliver(h.source, msg, d.len);
+      Deliver(msg, d.len);
       ++delivered;
       if (!d.copied) {
         std::lock_guard<MaybeMutex> lock(lock_);
@@ -1234,7 +1232,7 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
             {buffer, copy != nullptr, std::move(copy), c.byte_len});
         continue;
       }
-      Deliver(h.source, msg, c.byte_len);
+      Deliver(msg, c.byte_len);
       ++delivered;
       if (buffer != kNoBuffer) {
         std::lock_guard<MaybeMutex> lock(lock_);
@@ -1245,8 +1243,7 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
   return delivered;
 }
 
-void IbvConduit::Deliver(Rank source, const unsigned char* msg, size_t len) {
-  (void)source;  // the header names it, and Decode checks it
+void IbvConduit::Deliver(const unsigned char* msg, size_t len) {
   const wire::Receiver me{"ibv", rank_, size_, segment_base_, segment_size_};
   core::Inbound in;
   uint32_t args[am::kMaxArgs];

@@ -213,7 +213,8 @@ class IbvConduit final : public core::Conduit {
   // Receiving and completions.
   int PollSendCqs();
   int PollReceives(bool replies_only, int budget);
-  void Deliver(Rank source, const unsigned char* msg, size_t len);
+  // Decodes (core/am_wire.h: the header names the source) and delivers.
+  void Deliver(const unsigned char* msg, size_t len);
   int Progress(bool replies_only);
   // Waits for work requests of ours to complete (an RDMA WRITE whose
   // source must be free when the call returns) polling the send queues

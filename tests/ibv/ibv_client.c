@@ -267,8 +267,7 @@ int main(int argc, char **argv) {
     CHECK(atomic_load(&g_count) == n);
     printf("rank %u: pingpong ok handled=%llu\n", (unsigned)g_rank,
            (unsigned long long)atomic_load(&g_count));
-  } else if ((strcmp(mode, "medium") == 0 ||
-              strcmp(mode, "medium-seg") == 0) &&
+  } else if ((strcmp(mode, "medium") == 0 || strcmp(mode, "medium-seg") == 0) &&
              n > 0) {
     /* medium-seg: the payload lies in the segment (registered memory), so
      * GASNET_AM_GATHER_MIN can send it without a copy. */
