@@ -1143,11 +1143,12 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
       }
     }
     for (Deferred& d : later) {
-      const unsigned char* msg =
-          d.copied ? d.copy.get() : rbufs_ + size_t{d.buffer} * buffer_size_;
+      const unsigned char* msg = d.copy != nullptr
+                                     ? d.copy.get()
+                                     : rbufs_ + size_t{d.buffer} * buffer_size_;
       Deliver(msg, d.len);
       ++delivered;
-      if (!d.copied) {
+      if (d.copy == nullptr) {
         std::lock_guard<MaybeMutex> lock(lock_);
         ReturnBuffer(d.buffer);
       }
@@ -1228,8 +1229,7 @@ int IbvConduit::PollReceives(bool replies_only, int budget) {
       }
       if (replies_only && request) {
         std::lock_guard<MaybeMutex> lock(lock_);
-        deferred_.push_back(
-            {buffer, copy != nullptr, std::move(copy), c.byte_len});
+        deferred_.push_back({buffer, std::move(copy), c.byte_len});
         continue;
       }
       Deliver(msg, c.byte_len);

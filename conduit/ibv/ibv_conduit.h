@@ -300,11 +300,11 @@ class IbvConduit final : public core::Conduit {
   uint32_t sends_in_flight_ = 0;  // under lock_, against NETWORKDEPTH_TOTAL
 
   // Requests received during a Reply's wait, delivered by the next full
-  // poll: (buffer, source, length); the buffer was replaced already.
+  // poll: the receive buffer holding it (its replacement was posted
+  // already), or its copy when none was spare; its length.
   struct Deferred {
     uint32_t buffer;
-    bool copied;
-    std::unique_ptr<unsigned char[]> copy;
+    std::unique_ptr<unsigned char[]> copy;  // null: in `buffer`
     size_t len;
   };
   std::vector<Deferred> deferred_;
