@@ -25,7 +25,8 @@ bash scripts/install_deps.sh || exit 1
 passed=0
 failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+failures=$(mktemp)
+trap 'rm -f "$log" "$failures"' EXIT
 
 # Counts Bazel's per-test summary lines ("//pkg:test  PASSED in 0.1s").
 run_bazel_tests() {
@@ -34,8 +35,21 @@ run_bazel_tests() {
   local p f
   p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
   f=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' "$log")
+  local what=plain
+  case "$1" in --config=*) what=${1#--config=} ;; esac
+  grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' \
+    "$log" | sed "s|^|  [$what] |" >>"$failures"
+  # The end of each failed test's log ("FAIL: //x (see /path/test.log)").
+  local failed_log
+  for failed_log in $(sed -nE 's|^FAIL: .*\(see (/[^)]+)\)$|\1|p' "$log"); do
+    echo "  --- [$what] the last lines of $failed_log:" >>"$failures"
+    tail -n 30 "$failed_log" 2>/dev/null | sed 's|^|    |' >>"$failures"
+  done
   # A build failure may print no per-test lines at all.
-  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+    echo "  [$what] no test ran (a build failure?)" >>"$failures"
+  fi
   passed=$((passed + p))
   failed=$((failed + f))
 }
@@ -49,6 +63,7 @@ run_check() {
     passed=$((passed + 1))
   else
     echo "$name: FAILED"
+    echo "  $name" >>"$failures"
     failed=$((failed + 1))
   fi
 }
@@ -104,5 +119,11 @@ run_check "seam check" bash tools/check_seam.sh
 run_check "consumer workspace" bash tests/consumer/check_consumer.sh
 run_check "hello world from a consumer workspace" bash tests/consumer/check_hello.sh
 
+# What failed, repeated just above the summary: a long run's log is often
+# read from its tail.
+if [ -s "$failures" ]; then
+  echo "== what failed =="
+  cat "$failures"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
