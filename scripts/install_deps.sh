@@ -10,7 +10,7 @@ packages=(
   libfabric-dev libfabric-bin libucx-dev ucx-utils
   libibverbs-dev ibverbs-utils libpmix-dev
   openmpi-bin slurmctld slurmd slurm-client munge
-  iproute2 util-linux procps python3
+  iproute2 util-linux procps python3 gdb
 )
 
 missing=()

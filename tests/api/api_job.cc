@@ -121,12 +121,21 @@ std::string PathName(bool force_am) { return force_am ? "am" : "direct"; }
 std::string Describe(const JobResult& r) {
   std::string out = r.out;
   std::string err = r.err;
+  // A job killed at its limit: the stacks the runner took are kept whole
+  // (up to 48 KB), they say where each rank hung.
+  std::string stacks;
+  if (const size_t at = err.find("[job_runner: the job ran past its limit");
+      at != std::string::npos) {
+    stacks = err.substr(at, 48 * 1024);
+    err.resize(at);
+  }
   for (std::string* text : {&out, &err}) {
     if (text->size() > 6000) {
       *text = absl::StrCat(text->substr(0, 3000), "\n...\n",
                            text->substr(text->size() - 3000));
     }
   }
+  err += stacks;
   return absl::StrFormat(
       "command: %s\nexit: %d\nsurvivors: %d\nstdout:\n%s\n"
       "stderr:\n%s",

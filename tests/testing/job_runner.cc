@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -84,6 +87,74 @@ std::vector<pid_t> LiveChildren() {
 bool FileExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
+}
+
+// Every live process below `root` (its children, theirs, ...), parents
+// first.
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      const pid_t pid = std::atoi(e->d_name);
+      if (pid > 0) parent_of.emplace_back(pid, ParentOf(pid));
+    }
+    closedir(d);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier = {root};
+  while (!frontier.empty()) {
+    const pid_t p = frontier.back();
+    frontier.pop_back();
+    for (const auto& [pid, ppid] : parent_of) {
+      if (ppid != p) continue;
+      const char st = ProcState(pid);
+      if (st == 0 || st == 'Z' || st == 'X') continue;
+      out.push_back(pid);
+      frontier.push_back(pid);
+    }
+  }
+  return out;
+}
+
+// The first bytes of /proc/<pid>/cmdline, arguments joined by spaces.
+std::string CommandOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string cmd((std::istreambuf_iterator<char>(f)),
+                  std::istreambuf_iterator<char>());
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  if (cmd.size() > 200) cmd = "..." + cmd.substr(cmd.size() - 197);
+  return cmd;
+}
+
+// What a job that ran past its limit was doing: every thread's stack of
+// each of its processes, by gdb where it is installed (a hang in a CI log
+// is otherwise a name and nothing else). Bounded: 30 s per process.
+std::string Backtraces(pid_t launcher) {
+  std::string out = "[job_runner: the job ran past its limit; its stacks:]\n";
+  const bool have_gdb = FileExists("/usr/bin/gdb");
+  for (pid_t pid : Descendants(launcher)) {
+    out += "[job_runner: pid " + std::to_string(pid) + ": " + CommandOf(pid) +
+           "]\n";
+    if (!have_gdb) continue;
+    const std::string cmd = "timeout 30 /usr/bin/gdb -nx -batch -p " +
+                            std::to_string(pid) +
+                            " -ex 'thread apply all bt 30' 2>&1";
+    FILE* gdb = popen(cmd.c_str(), "r");
+    if (gdb == nullptr) continue;
+    char line[1024];
+    while (std::fgets(line, sizeof line, gdb) != nullptr) {
+      // The frames and thread headers; gdb's chatter about symbols is not.
+      // Template-heavy frames are cut at 240 characters.
+      if (line[0] == '#' || std::strncmp(line, "Thread ", 7) == 0) {
+        std::string frame = line;
+        if (frame.size() > 241) frame = frame.substr(0, 240) + "...\n";
+        out += frame;
+      }
+    }
+    pclose(gdb);
+  }
+  if (!have_gdb) out += "[job_runner: no /usr/bin/gdb for their stacks]\n";
+  return out;
 }
 
 }  // namespace
@@ -248,6 +319,7 @@ JobResult RunJob(const JobSpec& spec) {
       signalled = true;
     }
     if (absl::Now() > deadline) {
+      result.err += "\n" + Backtraces(pid);
       kill(pid, SIGKILL);
       result.err += "\n[job_runner: killed the launcher after the limit]\n";
       break;

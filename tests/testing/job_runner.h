@@ -36,7 +36,9 @@ struct JobSpec {
   std::vector<std::string> env;
   std::string stdin_data;
   // Killed with SIGKILL if it runs longer (a hung launcher fails the test
-  // instead of hanging it).
+  // instead of hanging it); first the stacks of all its processes' threads
+  // (gdb, where installed) are appended to `err`, so a hang in a CI log
+  // says where each rank was.
   absl::Duration limit = absl::Seconds(120);
   // Sent to the launcher once `signal_when_file` exists (polled).
   int signal = 0;
