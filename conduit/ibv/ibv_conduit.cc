@@ -106,6 +106,10 @@ struct IbvConduit::Peer {
   std::atomic<uint8_t> state{kNone};
   std::atomic<uint32_t> next_qp{0};  // RMA without striping: rotates
   std::atomic<bool> used{false};     // for GASNET_CONNECTFILE_OUT
+  // Dynamic connections, under lock_: when the next REQ is due (none
+  // sent yet: InfinitePast) and the interval after it.
+  absl::Time req_due = absl::InfinitePast();
+  absl::Duration req_interval = absl::ZeroDuration();
 };
 
 // Dynamic connections: one UD QP per rank (rail 0) carrying the handshake
@@ -1248,6 +1252,7 @@ void IbvConduit::Deliver(const unsigned char* msg, size_t len) {
   core::Inbound in;
   uint32_t args[am::kMaxArgs];
   const wire::Header h = wire::Decode(me, msg, len, in, args);
+  if (ABSL_PREDICT_FALSE(ud_ != nullptr)) SawTrafficFrom(h.source);
   if (h.credits != 0) credits_->Grant(h.source, h.credits);
   if ((h.flags & wire::kFlagCreditsOnly) != 0) return;
   if (!in.is_request) {
@@ -1533,17 +1538,35 @@ void IbvConduit::HandleUd(const UdMessage& m) {
   }
 }
 
-IbvConduit::Peer& IbvConduit::PeerFor(Rank dest, const char* call) {
+void IbvConduit::SawTrafficFrom(Rank source) {
+  // A message over RC from a peer that answered our REQ means its QPs are
+  // ready: as good as the RTU, which UD may have lost or not yet brought.
+  Peer* p = peer_of_[source].load(std::memory_order_acquire);
+  if (ABSL_PREDICT_TRUE(p == nullptr ||
+                        p->state.load(std::memory_order_relaxed) !=
+                            Peer::kAwaitRtu)) {
+    return;
+  }
+  std::lock_guard<MaybeMutex> lock(lock_);
+  if (p->state.load() == Peer::kAwaitRtu) {
+    p->state.store(Peer::kConnected, std::memory_order_release);
+    counters_.dynamic_connections.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+IbvConduit::Peer* IbvConduit::PeerFor(Rank dest, const char* call,
+                                      bool immediate) {
   Peer* p = peer_of_[dest].load(std::memory_order_acquire);
   if (ABSL_PREDICT_TRUE(p != nullptr &&
                         p->state.load(std::memory_order_acquire) ==
                             Peer::kConnected)) {
-    return *p;
+    return p;
   }
-  return ConnectTo(dest, call);
+  return ConnectTo(dest, call, immediate);
 }
 
-IbvConduit::Peer& IbvConduit::ConnectTo(Rank dest, const char* call) {
+IbvConduit::Peer* IbvConduit::ConnectTo(Rank dest, const char* call,
+                                        bool immediate) {
   if (ud_ == nullptr || !conduit_peer_[dest]) {
     if (conduit_peer_[dest]) {
       FatalErrorF(
@@ -1555,45 +1578,48 @@ IbvConduit::Peer& IbvConduit::ConnectTo(Rank dest, const char* call) {
     FatalErrorF("ibv conduit: %s: rank %u is not a conduit peer of rank %u",
                 call, dest, rank_);
   }
-  absl::Duration interval =
-      absl::Microseconds(settings_.connect_retrans_min_us);
-  const absl::Duration most =
-      absl::Microseconds(settings_.connect_retrans_max_us);
-  absl::Time next = absl::InfinitePast();
   for (;;) {
-    Peer* peer;
     {
       std::lock_guard<MaybeMutex> lock(lock_);
-      peer = peers_[dest].get();
-      if (peer != nullptr && peer->state.load() == Peer::kConnected) {
-        return *peer;
-      }
-      const absl::Time now = absl::Now();
-      if (now >= next) {
-        if (next != absl::InfinitePast()) {
-          if (interval >= most) {
-            FatalErrorF(
-                "ibv conduit: %s: rank %u got no answer from rank %u to a "
-                "connection request over UD (retransmitted up to "
-                "GASNET_CONNECT_RETRANS_MAX=%llu us)",
-                call, rank_, dest,
-                static_cast<unsigned long long>(
-                    settings_.connect_retrans_max_us));
-          }
-          interval = std::min(interval * 2, most);
-        }
-        if (peer == nullptr) {
-          absl::StatusOr<Peer*> created = CreatePeer(dest);
-          if (!created.ok()) FatalErrorF("%s", created.status().message());
-          peer = *created;
-          peer->state.store(Peer::kPending, std::memory_order_release);
-        }
-        SendUd(dest, kUdReq);
-        next = now + interval;
-      }
+      if (AdvanceConnect(dest, call)) return peers_[dest].get();
     }
+    if (immediate) return nullptr;
     WaitRound([&] { return Progress(/*replies_only=*/false); });
   }
+}
+
+bool IbvConduit::AdvanceConnect(Rank dest, const char* call) {
+  Peer* peer = peers_[dest].get();
+  if (peer != nullptr && peer->state.load() == Peer::kConnected) return true;
+  if (peer == nullptr) {
+    absl::StatusOr<Peer*> created = CreatePeer(dest);
+    if (!created.ok()) FatalErrorF("%s", created.status().message());
+    peer = *created;
+    peer->state.store(Peer::kPending, std::memory_order_release);
+  }
+  // In kAwaitRtu too: the peer, connected by then, answers the REQ with a
+  // REP, which stands for an RTU that was lost.
+  const absl::Time now = absl::Now();
+  if (now < peer->req_due) return false;
+  const absl::Duration most =
+      absl::Microseconds(settings_.connect_retrans_max_us);
+  if (peer->req_due == absl::InfinitePast()) {
+    peer->req_interval = absl::Microseconds(settings_.connect_retrans_min_us);
+  } else if (peer->req_interval < most) {
+    peer->req_interval = std::min(peer->req_interval * 2, most);
+  } else if (!exit::ExitInProgress()) {
+    // While the job exits, a peer may have left before it could answer;
+    // the exit protocol's own deadlines decide then.
+    FatalErrorF(
+        "ibv conduit: %s: rank %u got no answer from rank %u to a "
+        "connection request over UD (retransmitted up to "
+        "GASNET_CONNECT_RETRANS_MAX=%llu us)",
+        call, rank_, dest,
+        static_cast<unsigned long long>(settings_.connect_retrans_max_us));
+  }
+  SendUd(dest, kUdReq);
+  peer->req_due = now + peer->req_interval;
+  return false;
 }
 
 // ---------------------------------------------------------------------------
@@ -1646,7 +1672,10 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
   const size_t payload_at = PayloadOffset(m.nargs);
   const size_t total =
       inline_len != 0 ? payload_at + inline_len : ArgsEnd(m.nargs);
-  Peer& peer = PeerFor(dest, request ? "an AM Request" : "an AM Reply");
+  Peer* const connected =
+      PeerFor(dest, request ? "an AM Request" : "an AM Reply", immediate);
+  if (connected == nullptr) return SendStatus::kWouldBlock;
+  Peer& peer = *connected;
   Qp& qp = *peer.qps[0];
   if (ABSL_PREDICT_FALSE(!peer.used.load(std::memory_order_relaxed))) {
     peer.used.store(true, std::memory_order_relaxed);
@@ -1811,7 +1840,7 @@ bool IbvConduit::KnownKey(uint32_t rail, const void* addr, size_t len,
 void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
                       size_t len, rma::Counter& rc, bool replies_only,
                       int qp_index, rma::Counter* lc) {
-  Peer& peer = PeerFor(rank, write ? "a Put" : "a Get");
+  Peer& peer = *PeerFor(rank, write ? "a Put" : "a Get", /*immediate=*/false);
   if (ABSL_PREDICT_FALSE(!peer.used.load(std::memory_order_relaxed))) {
     peer.used.store(true, std::memory_order_relaxed);
   }

@@ -177,9 +177,19 @@ class IbvConduit final : public core::Conduit {
   // `peer`'s QPs to RTS towards `remote` (one address per QP).
   absl::Status ConnectPeer(Rank r, Peer& peer, const verbs::QpAddress* remote);
   // The connected peer `dest`, connecting it on demand (dynamic
-  // connections) or failing with a message naming `call`.
-  Peer& PeerFor(Rank dest, const char* call);
-  Peer& ConnectTo(Rank dest, const char* call);
+  // connections) or failing with a message naming `call`. With
+  // `immediate` (an IMMEDIATE send, or one of the exit protocol's) a peer
+  // not yet connected is nullptr at once: the handshake is started or
+  // carried on (a REQ when its retransmission is due), and the caller's
+  // retry carries it further.
+  Peer* PeerFor(Rank dest, const char* call, bool immediate);
+  Peer* ConnectTo(Rank dest, const char* call, bool immediate);
+  // A message from `source` arrived over RC: a peer still awaiting its
+  // RTU is connected.
+  void SawTrafficFrom(Rank source);
+  // Under lock_: true once `dest` is connected; otherwise creates its QPs
+  // (the first time) and sends a REQ when one is due.
+  bool AdvanceConnect(Rank dest, const char* call);
   // Dynamic connections' UD side (all under lock_ but CreateUd).
   absl::Status CreateUd();
   void SendUd(Rank dest, uint8_t type);

@@ -33,6 +33,11 @@
  *                meanwhile computes: it spins on the count (an atomic)
  *                without calling GASNet at all, for at most 30 s. "rank R:
  *                thread ok handled=C acks=A".
+ *   immediate    (8 ranks, GASNET_CONNECT_STATIC=0) every rank sends the
+ *                rank 3 ahead, a pair nothing before has connected (the
+ *                barriers' dissemination pairs ranks 1, 2 and 4 apart), one
+ *                Short Request with GEX_FLAG_IMMEDIATE, retried while it
+ *                returns nonzero: "rank R: immediate ok would_block=W".
  *   exit N       rank 1 calls gasnet_exit(N) alone after a barrier while
  *                the others wait in the next barrier: the job exits N.
  * Every mode ends in a barrier. A failed check prints "rank R: CHECK
@@ -69,7 +74,8 @@ enum {
   PING_HANDLER,
   MEDIUM_HANDLER,
   THREAD_HANDLER,
-  ACK_HANDLER
+  ACK_HANDLER,
+  FAR_HANDLER
 };
 enum { kFloodPayload = 8, kBigBytes = 8 << 20, kSmallPuts = 64 };
 enum { kSmallBytes = 16 << 10, kRmaBytes = (1 << 20) + 123 };
@@ -120,6 +126,15 @@ static void FloodHandler(gex_Token_t token, void *buf, size_t nbytes,
   }
   memcpy(&v, buf, sizeof v);
   if (v != FloodWord(from) || from != (g_rank + g_size - 1) % g_size) {
+    atomic_store(&g_bad, 1);
+  }
+  atomic_fetch_add(&g_count, 1);
+}
+
+static void FarHandler(gex_Token_t token, gex_AM_Arg_t unused) {
+  /* "immediate": from the rank 3 behind. */
+  (void)unused;
+  if (SourceOf(token) != (g_rank + g_size - 3) % g_size) {
     atomic_store(&g_bad, 1);
   }
   atomic_fetch_add(&g_count, 1);
@@ -215,6 +230,8 @@ int main(int argc, char **argv) {
        GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 1, NULL, "thread"},
       {ACK_HANDLER, (gex_AM_Fn_t)AckHandler,
        GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 1, NULL, "ack"},
+      {FAR_HANDLER, (gex_AM_Fn_t)FarHandler,
+       GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 1, NULL, "far"},
   };
   void *next_base = NULL;
   gex_Rank_t next;
@@ -374,6 +391,21 @@ int main(int argc, char **argv) {
     printf("rank %u: thread ok handled=%llu acks=%llu\n", (unsigned)g_rank,
            (unsigned long long)atomic_load(&g_count),
            (unsigned long long)atomic_load(&g_acks));
+  } else if (strcmp(mode, "immediate") == 0) {
+    const gex_Rank_t far = (g_rank + 3) % g_size;
+    unsigned long would_block = 0;
+    CHECK(g_size == 8);
+    while (gex_AM_RequestShort1(tm, far, FAR_HANDLER, GEX_FLAG_IMMEDIATE, 0) !=
+           0) {
+      ++would_block;
+      gasnet_AMPoll();
+    }
+    GASNET_BLOCKUNTIL(atomic_load(&g_count) == 1);
+    Barrier(tm);
+    CHECK(!atomic_load(&g_bad));
+    CHECK(atomic_load(&g_count) == 1);
+    printf("rank %u: immediate ok would_block=%lu\n", (unsigned)g_rank,
+           would_block);
   } else if (strcmp(mode, "exit") == 0 && n > 0) {
     if (g_rank == 1) {
       printf("rank 1: exiting with %d\n", (int)n);

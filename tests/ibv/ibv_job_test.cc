@@ -407,6 +407,21 @@ TEST(IbvDynamicTest, FloodOverADynamicConnection) {
   }
 }
 
+// An IMMEDIATE Request to a peer not yet connected does not wait for the
+// handshake: it returns "would block" (GEX_FLAG_IMMEDIATE's contract; the
+// exit protocol's sends rely on it, a peer may have left), and a retry
+// once the handshake has finished goes out.
+TEST(IbvDynamicTest, ImmediateRequestDoesNotWaitForTheHandshake) {
+  constexpr int kRanks = 8;
+  const JobResult r =
+      RunIbvJob(kRanks, {"immediate"}, {"GASNET_CONNECT_STATIC=0"});
+  ExpectOk(r, kRanks, "immediate");
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const std::string line = RankLine(r, rank, "immediate ok");
+    EXPECT_GE(Field(line, "would_block"), 1) << line;
+  }
+}
+
 TEST(IbvDynamicTest, ConnectFileCoversSomePairsTheRestConnectOnDemand) {
   constexpr int kRanks = 4;
   const std::string dir = MakeTempDir("someconn");
