@@ -108,12 +108,7 @@ std::string Errno(int e) { return std::strerror(e); }
 SocketConduit::SocketConduit(bool rdma) : rdma_(rdma) {}
 SocketConduit::SocketConduit() : SocketConduit(RdmaFromEnv()) {}
 
-SocketConduit::~SocketConduit() {
-  for (int& fd : fd_) {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
-}
+SocketConduit::~SocketConduit() { Fini(); }
 
 SocketConduit* SocketConduit::Created() {
   return g_created.load(std::memory_order_acquire);
@@ -226,9 +221,10 @@ absl::Status SocketConduit::AttachSegment(void* base, size_t size) {
 }
 
 void SocketConduit::Fini() {
-  for (int& fd : fd_) {
-    if (fd >= 0) close(fd);
-    fd = -1;
+  closed_.store(true);
+  for (std::atomic<int>& fd : fd_) {
+    const int was = fd.exchange(-1);
+    if (was >= 0) close(was);
   }
 }
 
@@ -256,7 +252,10 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
     FatalErrorF("socket conduit: rank %u is not in the job (size %u)", dest,
                 size_);
   }
-  if (fd_[from] < 0) {
+  const int fd = fd_[from].load(std::memory_order_relaxed);
+  if (fd < 0) {
+    // Another thread's exit closed the sockets: the job is ending.
+    if (closed_.load() && exit::ExitInProgress()) return true;
     FatalErrorF("socket conduit: rank %u: a send to rank %u after Fini", rank_,
                 dest);
   }
@@ -277,7 +276,7 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
   PoliteSpinWait spin(polite_);
   absl::Time refused_since = absl::InfiniteFuture();
   for (;;) {
-    const ssize_t sent = sendmsg(fd_[from], &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t sent = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent >= 0) {
       if (static_cast<size_t>(sent) != total) {
         FatalErrorF("socket conduit: rank %u: sent %zd of %zu bytes to rank %u",
@@ -287,6 +286,7 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
     }
     const int e = errno;
     if (e == EINTR) continue;
+    if (e == EBADF && closed_.load()) return true;  // Fini, as above
     if (e == ECONNREFUSED) {
       // The peer's socket is closed: it has left (exited, or died). Once
       // this rank is exiting too, nothing waits for the datagram. Before
@@ -370,7 +370,7 @@ int SocketConduit::Poll() {
 
 int SocketConduit::Drain(Channel channel, int budget) {
   ThreadState& t = tl_state;
-  const int fd = fd_[channel];
+  const int fd = fd_[channel].load(std::memory_order_relaxed);
   if (fd < 0 || t.busy[channel]) return 0;
   if (t.buffer[channel] == nullptr) {
     t.buffer[channel] = std::make_unique<unsigned char[]>(kMaxDatagram);
@@ -387,6 +387,8 @@ int SocketConduit::Drain(Channel channel, int budget) {
       if (e == EINTR) continue;
       if (e == EAGAIN || e == EWOULDBLOCK) break;
       t.busy[channel] = false;
+      // Another thread's exit closed the socket under this poll.
+      if (e == EBADF && closed_.load()) return handled;
       FatalErrorF("socket conduit: rank %u: recv: %s", rank_, Errno(e));
     }
     if (static_cast<size_t>(got) > kMaxDatagram) {

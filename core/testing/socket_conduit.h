@@ -153,7 +153,11 @@ class SocketConduit final : public Conduit {
   Sink sink_;
   OtherProgress others_;
   Bootstrap* bootstrap_ = nullptr;
-  int fd_[kChannels] = {-1, -1};
+  // Atomic: another thread of a PAR rank may be polling or sending while
+  // one that exits runs Fini, which sets closed_ before it closes them;
+  // what such a call then meets (EBADF, -1) ends it quietly.
+  std::atomic<int> fd_[kChannels] = {-1, -1};
+  std::atomic<bool> closed_{false};
   std::vector<Peer> peers_;
   std::vector<RemoteSegment> segments_;
   std::atomic<uintptr_t> segment_base_{0};
