@@ -1422,7 +1422,7 @@ void IbvConduit::SendUd(Rank dest, uint8_t type) {
   const uint32_t slot = ud.free_sends.back();
   ud.free_sends.pop_back();
   auto* m = reinterpret_cast<UdMessage*>(ud.buffers + slot * kUdSlot);
-  std::memset(m, 0, sizeof *m);
+  *m = UdMessage{};
   m->magic = kUdMagic;
   m->type = type;
   m->source = rank_;
@@ -1452,12 +1452,19 @@ void IbvConduit::SendUd(Rank dest, uint8_t type) {
 
 int IbvConduit::PollUd() {
   Ud& ud = *ud_;
-  verbs::Completion wc[8];
+  constexpr size_t kBatch = 8;
+  verbs::Completion wc[kBatch];
   absl::StatusOr<size_t> got = ud.cq->Poll(wc);
   if (!got.ok()) {
     FatalErrorF("ibv conduit: rank %u: polling the connection CQ: %s", rank_,
                 got.status().message());
   }
+  // The whole batch is settled before any message is handled: handling
+  // one may send (SendUd), and a send with no free slot polls this CQ
+  // again, where it must find the slots this batch freed and receives
+  // posted again, not wait for completions already taken off the CQ.
+  UdMessage messages[kBatch];
+  size_t n = 0;
   for (size_t i = 0; i < *got; ++i) {
     const verbs::Completion& c = wc[i];
     const auto slot = static_cast<uint32_t>(c.wr_id);
@@ -1466,10 +1473,9 @@ int IbvConduit::PollUd() {
       continue;
     }
     if (c.status == verbs::WcStatus::kSuccess) {
-      UdMessage m;
-      std::memcpy(&m, ud.buffers + slot * kUdSlot + verbs::kUdGrhBytes,
-                  sizeof m);
-      HandleUd(m);
+      std::memcpy(&messages[n++],
+                  ud.buffers + slot * kUdSlot + verbs::kUdGrhBytes,
+                  sizeof(UdMessage));
     }
     verbs::Sge sge{reinterpret_cast<uint64_t>(ud.buffers + slot * kUdSlot),
                    static_cast<uint32_t>(kUdSlot), ud.mr->lkey()};
@@ -1479,6 +1485,7 @@ int IbvConduit::PollUd() {
     wr.num_sge = 1;
     (void)ud.qp->PostRecv(wr);
   }
+  for (size_t i = 0; i < n; ++i) HandleUd(messages[i]);
   return static_cast<int>(*got);
 }
 
@@ -1489,7 +1496,8 @@ void IbvConduit::HandleUd(const UdMessage& m) {
   }
   const Rank src = m.source;
   Peer* peer = peers_[src].get();
-  const uint8_t state = peer == nullptr ? Peer::kNone : peer->state.load();
+  const uint8_t state =
+      peer == nullptr ? uint8_t{Peer::kNone} : peer->state.load();
   auto connect = [&](Peer& p) {
     if (m.nqps != p.qps.size()) {
       FatalErrorF("ibv conduit: rank %u: rank %u offers %u QPs, %zu expected",
@@ -1744,7 +1752,7 @@ core::SendStatus IbvConduit::Send(Rank dest, ReplyHandle* reply,
     sge[1].lkey = payload_lkey;
     verbs::SendWr wr;
     wr.opcode = verbs::Opcode::kSend;
-    wr.flags = use_inline ? verbs::kSendInline : 0;
+    wr.flags = use_inline ? uint32_t{verbs::kSendInline} : 0u;
     wr.sg_list = sge;
     wr.num_sge = gather ? 2 : 1;
     PostSend(qp, op, wr);
