@@ -71,11 +71,10 @@ run_check() {
 run_bazel_tests //...
 # The API suites run once per conduit and provider in //... above; under
 # the sanitizers, the smp instances only, ucx's AM suite, and the ibv
-# conduit's AM suite and its own tests, tests/ibv's dynamic connections
-# included (all its code,
+# conduit's AM suite, its RMA suite over dynamic connections and its own
+# tests (all its code,
 # software device included, is ours; under TSan its PAR suites with progress
-# threads; the API suites over dynamic connections are off for a known
-# hang, see tests/api/BUILD.bazel) (the ofi and
+# threads and over dynamic connections) (the ofi and
 # ucx instances exercise libfabric and UCX, which are not instrumented; the
 # socket conduit's instances run
 # the same API code over core's test conduit, which core's own tests cover
@@ -88,7 +87,8 @@ sanitized=(//base/... //bootstrap/... //tests/bootstrap/... //pshm/...
   //firehose/... //conduit/ibv/...
   //api/... $api_sanitized //conduit/ofi/... //conduit/ucx/...
   //tests/api:am_job_test_ucx_tcp_sn1
-  //tests/api:am_job_test_ibv_sn1 //tests/ibv:ibv_job_test
+  //tests/api:am_job_test_ibv_sn1 //tests/api:rma_job_test_ibv_dynamic
+  //tests/ibv:ibv_job_test
   //examples/...
   //tests/benchmarks:cpp_api_benchmark_smoke_test
   //tests/benchmarks:gex_rma_bench_smoke_test)
@@ -112,7 +112,8 @@ run_bazel_tests --config=tsan //pshm:am_network_test //tests/api:par_job_test \
   //tests/api:rma_job_test //rma:event_test //tests/api:cpp_job_test \
   //exit:protocol_test //core/testing:socket_conduit_test \
   //firehose/... //conduit/ibv/verbs:soft_device_test \
-  //tests/core:router_job_test //tests/api:par_job_test_ibv_threads
+  //tests/core:router_job_test //tests/api:par_job_test_ibv_threads \
+  //tests/api:par_job_test_ibv_dynamic
 
 run_check "layering check" bash tools/check_layers.sh
 run_check "seam check" bash tools/check_seam.sh
