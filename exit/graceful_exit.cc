@@ -186,7 +186,10 @@ int ExitBody() {
     // The leader's (or the launcher's) code is the job's; a rank that was
     // already exiting with a larger one keeps it, so an error is never
     // reported as success.
-    if (p.request_received()) code = std::max(own, p.request_code());
+    if (p.request_received()) {
+      code = std::max(own, p.request_code());
+      p.SendOwedReply(start + t * 9 / 10);
+    }
   }
   // An exit nobody agreed on is not a success, whatever the code said.
   if (!coordinated && code == 0) code = 1;

@@ -262,6 +262,13 @@ bool Protocol::AwaitRequest(Deadline deadline) {
   return WaitUntil([&] { return request_received(); }, deadline, false);
 }
 
+void Protocol::SendOwedReply(Deadline deadline) {
+  const uint32_t owed = owed_reply_.exchange(0, std::memory_order_acq_rel);
+  if (owed == 0) return;
+  SendBy(owed - 1, Message{MessageKind::kExitReply, 0, 0}, deadline,
+         /*stop_on_request=*/false);
+}
+
 void Protocol::RequestArrived(Rank leader, int code) {
   // The answer in shared memory too: a leader on this supernode reads it
   // even when the reply message found no room.
@@ -309,8 +316,12 @@ void Protocol::OnMessage(Rank source, const Message& m) {
       return;
     case MessageKind::kExitRequest:
       // Reply first: the leader must hear from every rank, and this
-      // handler may never return (on_remote_exit can end the process).
-      TrySend(source, Message{MessageKind::kExitReply, 0, 0}, /*reply=*/true);
+      // handler may never return (on_remote_exit can end the process). A
+      // reply that finds no room is owed, sent by SendOwedReply.
+      if (!TrySend(source, Message{MessageKind::kExitReply, 0, 0},
+                   /*reply=*/true)) {
+        owed_reply_.store(source + 1, std::memory_order_release);
+      }
       RequestArrived(source, static_cast<int>(m.a & 0xff));
       return;
     case MessageKind::kExitReply:

@@ -173,6 +173,12 @@ class Protocol {
   bool Lead(int code, Deadline nudge_at, Deadline deadline);
   // Step 3, member: whether the leader's request arrived by `deadline`.
   bool AwaitRequest(Deadline deadline);
+  // Step 3, member, after the request arrived: the reply that found no
+  // room when the request's handler tried it (an IMMEDIATE send on a full
+  // queue) goes now, as a message of its own, by `deadline`; without it a
+  // leader on another supernode (no shared cell to read) would wait for
+  // this rank until its deadline. Nothing when the reply went.
+  void SendOwedReply(Deadline deadline);
 
   // The launcher's decision (exit/signals.cc receives it as kExitSignal):
   // an exit request from `initiator` with the job's code. `peer_lost`: a
@@ -243,6 +249,8 @@ class Protocol {
   std::atomic<int> elect_answer_{0};                 // 1 leader, 2 member.
   std::atomic<uint64_t> request_{0};  // kPresent | leader << 8 | code.
   std::atomic<bool> peer_lost_{false};
+  // 1 + the leader whose request's reply found no room; 0: none owed.
+  std::atomic<uint32_t> owed_reply_{0};
   Bootstrap* launcher_ = nullptr;
   std::unique_ptr<std::atomic<uint8_t>[]> replied_;  // By rank.
   std::unique_ptr<uint8_t[]> requested_;  // Leader: request sent, by rank.

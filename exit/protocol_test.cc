@@ -102,6 +102,10 @@ class Job {
     mailboxes_[to].queue.emplace_back(from, m);
     return true;
   }
+  // Replies sent by `r` find no room (its IMMEDIATE reply from a handler
+  // meets a full queue); its other messages go.
+  void RefuseRepliesFrom(Rank r) { refuse_replies_[r].store(true); }
+  bool RefusesRepliesFrom(Rank r) const { return refuse_replies_[r].load(); }
   // From now on nothing can be sent to `r` (a stuck or dead peer).
   void MarkFull(Rank r) {
     std::lock_guard<std::mutex> lock(mailboxes_[r].mu);
@@ -159,9 +163,11 @@ class Job {
   std::vector<std::unique_ptr<FakeTransport>> transports_;
   std::vector<std::unique_ptr<Protocol>> protocols_;
   Remote remote_[64];
+  std::atomic<bool> refuse_replies_[64] = {};
 };
 
-bool FakeTransport::TrySend(Rank dest, const Message& m, bool) {
+bool FakeTransport::TrySend(Rank dest, const Message& m, bool reply) {
+  if (reply && job_->RefusesRepliesFrom(me_)) return false;
   return job_->Deliver(me_, dest, m);
 }
 void FakeTransport::Poll() { job_->Poll(me_); }
@@ -406,6 +412,33 @@ TEST(LeadTest, AFullQueueOffTheSupernodeEndsAtTheDeadline) {
   });
   EXPECT_FALSE(led);
   EXPECT_EQ(job.remote_code(3), -1);
+}
+
+// A member on another supernode whose reply found no room in the
+// request's handler sends it afterwards as a message of its own: the
+// leader hears from every rank (the best case's 2N messages still), where
+// it used to wait for that rank until its deadline.
+TEST(LeadTest, AReplyThatFoundNoRoomIsSentAfterwards) {
+  constexpr Rank kRanks = 4;
+  Job job(kRanks, 1, 0);  // every rank its own supernode: no shared cells
+  job.RefuseRepliesFrom(1);
+  bool led = false;
+  job.Run([&](Rank r) {
+    if (r == kRanks - 1) {
+      EXPECT_EQ(job.at(r).Reduce(5, Soon()), -1);
+      ASSERT_EQ(job.at(r).Elect(5, Far(), Far()), Role::kLeader);
+      led = job.at(r).Lead(5, Far(), MonotonicNanos() + 20'000 * kMs);
+    } else {
+      PollUntilRequested(job, r);
+      job.at(r).SendOwedReply(Far());
+    }
+  });
+  EXPECT_TRUE(led);
+  for (Rank r = 0; r + 1 < kRanks; ++r) {
+    EXPECT_EQ(job.remote_code(r), 5) << "rank " << r;
+    EXPECT_EQ(job.at(r).counts().sent[4], 1u) << "rank " << r;
+  }
+  EXPECT_EQ(job.NonCollectiveTotal(), 2 * kRanks);
 }
 
 TEST(ElectTest, AFullRankZeroQueueFallsBackToSharedMemory) {
