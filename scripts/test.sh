@@ -33,12 +33,12 @@ run_bazel_tests() {
   echo "== bazel test $* =="
   bazel test "$@" 2>&1 | tee "$log"
   local p f
+  local failed_re='^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)'
   p=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
-  f=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' "$log")
+  f=$(grep -cE "$failed_re" "$log")
   local what=plain
   case "$1" in --config=*) what=${1#--config=} ;; esac
-  grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY|FAILED TO BUILD)' \
-    "$log" | sed "s|^|  [$what] |" >>"$failures"
+  grep -E "$failed_re" "$log" | sed "s|^|  [$what] |" >>"$failures"
   # The end of each failed test's log ("FAIL: //x (see /path/test.log)").
   local failed_log
   for failed_log in $(sed -nE 's|^FAIL: .*\(see (/[^)]+)\)$|\1|p' "$log"); do
