@@ -57,6 +57,7 @@
 #include "api/team.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "base/thread_scratch.h"
 #include "core/router.h"
 #include "gasnet_vis.h"
 #include "rma/event.h"
@@ -139,21 +140,16 @@ void ReadHeader(const unsigned char* p, uint64_t* address, uint32_t* len) {
 
 // Two buffers a thread, one for each side: a send may poll while it waits
 // for room, and a Get request handler run then must not write into the
-// payload being sent.
-std::vector<unsigned char>& Sized(std::vector<unsigned char>& buf) {
-  if (buf.size() < g_pack) buf.resize(g_pack);
-  return buf;
-}
+// payload being sent. Each holds g_pack bytes. ThreadScratch, not a
+// thread_local std::vector: a Get request handler may run in the main
+// thread's exit handler, after its thread_local destructors
+// (base/thread_scratch.h).
+constinit thread_local ThreadScratch tl_pack;
+constinit thread_local ThreadScratch tl_reply;
 // Where the initiator packs a Request.
-std::vector<unsigned char>& PackBuffer() {
-  thread_local std::vector<unsigned char> buf;
-  return Sized(buf);
-}
+unsigned char* PackBuffer() { return tl_pack.Get(g_pack); }
 // Where a Get request handler packs its Reply.
-std::vector<unsigned char>& ReplyBuffer() {
-  thread_local std::vector<unsigned char> buf;
-  return Sized(buf);
-}
+unsigned char* ReplyBuffer() { return tl_reply.Get(g_pack); }
 
 // ---------------------------------------------------------------------------
 // Handlers.
@@ -199,18 +195,18 @@ void GetRequestHandler(void* token, void* buf, size_t nbytes, int32_t c0,
                        int32_t i1, int32_t o0, int32_t o1) {
   Runtime& rt = *g_runtime;
   auto* t = static_cast<am::Token*>(token);
-  std::vector<unsigned char>& out = ReplyBuffer();
+  unsigned char* const out = ReplyBuffer();
   size_t used = 0;
   const auto* p = static_cast<const unsigned char*>(buf);
   for (const unsigned char* end = p + nbytes; p < end; p += kHeader) {
     uint64_t address;
     uint32_t len;
     ReadHeader(p, &address, &len);
-    if (ABSL_PREDICT_FALSE(len > out.size() - used)) {
+    if (ABSL_PREDICT_FALSE(len > g_pack - used)) {
       FatalErrorF("VIS Get request from rank %u: more than %zu bytes",
-                  t->source, out.size());
+                  t->source, g_pack);
     }
-    std::memcpy(out.data() + used, Mine(rt, *t, address, len), len);
+    std::memcpy(out + used, Mine(rt, *t, address, len), len);
     used += len;
   }
   const uint32_t args[kReplyArgs] = {
@@ -218,8 +214,8 @@ void GetRequestHandler(void* token, void* buf, size_t nbytes, int32_t c0,
       static_cast<uint32_t>(p0), static_cast<uint32_t>(p1),
       static_cast<uint32_t>(i0), static_cast<uint32_t>(i1),
       static_cast<uint32_t>(o0), static_cast<uint32_t>(o1)};
-  core::Reply(rt, *t, am::Category::kMedium, kReplyIndex, args, kReplyArgs,
-              out.data(), used, 0, nullptr, /*immediate=*/false);
+  core::Reply(rt, *t, am::Category::kMedium, kReplyIndex, args, kReplyArgs, out,
+              used, 0, nullptr, /*immediate=*/false);
 }
 
 // At the initiator: a Put's acknowledgement (no plan) or a Get's data, to
@@ -645,7 +641,7 @@ std::vector<Pair> StridedPairs(const Shape& s, unsigned char* local,
 // started) when `immediate` and the first Request would have to wait.
 bool PutAm(Runtime& rt, gex_Rank_t rank, const std::vector<Pair>& pairs,
            bool immediate, rma::Counter& rc) {
-  std::vector<unsigned char>& buf = PackBuffer();
+  unsigned char* const buf = PackBuffer();
   uint32_t args[2];
   Split(reinterpret_cast<uintptr_t>(&rc), args);
   size_t used = 0;
@@ -654,7 +650,7 @@ bool PutAm(Runtime& rt, gex_Rank_t rank, const std::vector<Pair>& pairs,
     rc.Start(1);
     const am::SendStatus s =
         core::Request(rt, rank, am::Category::kMedium, kPutRequestIndex, args,
-                      2, buf.data(), used, 0, nullptr, immediate && first);
+                      2, buf, used, 0, nullptr, immediate && first);
     if (s != am::SendStatus::kOk) {
       rc.Unstart(1);
       return false;
@@ -670,8 +666,8 @@ bool PutAm(Runtime& rt, gex_Rank_t rank, const std::vector<Pair>& pairs,
         if (!flush()) return false;
       }
       const size_t n = std::min(p.len - done, g_pack - used - kHeader);
-      WriteHeader(buf.data() + used, p.remote + done, static_cast<uint32_t>(n));
-      std::memcpy(buf.data() + used + kHeader, p.local + done, n);
+      WriteHeader(buf + used, p.remote + done, static_cast<uint32_t>(n));
+      std::memcpy(buf + used + kHeader, p.local + done, n);
       used += kHeader + n;
       done += n;
     }
@@ -686,7 +682,7 @@ bool GetAm(Runtime& rt, gex_Rank_t rank, std::vector<Pair>&& pairs,
   if (pairs.empty()) return true;
   auto* plan = new GetPlan;
   plan->pairs = std::move(pairs);
-  std::vector<unsigned char>& buf = PackBuffer();
+  unsigned char* const buf = PackBuffer();
   uint32_t args[kReplyArgs];
   Split(reinterpret_cast<uintptr_t>(&rc), &args[0]);
   Split(reinterpret_cast<uintptr_t>(plan), &args[2]);
@@ -699,9 +695,9 @@ bool GetAm(Runtime& rt, gex_Rank_t rank, std::vector<Pair>&& pairs,
     Split(start_offset, &args[6]);
     plan->refs.fetch_add(1, std::memory_order_relaxed);
     rc.Start(1);
-    const am::SendStatus s = core::Request(
-        rt, rank, am::Category::kMedium, kGetRequestIndex, args, kReplyArgs,
-        buf.data(), used, 0, nullptr, immediate && first);
+    const am::SendStatus s =
+        core::Request(rt, rank, am::Category::kMedium, kGetRequestIndex, args,
+                      kReplyArgs, buf, used, 0, nullptr, immediate && first);
     if (s != am::SendStatus::kOk) {
       rc.Unstart(1);
       plan->refs.fetch_sub(1, std::memory_order_relaxed);
@@ -727,8 +723,7 @@ bool GetAm(Runtime& rt, gex_Rank_t rank, std::vector<Pair>&& pairs,
         start_offset = done;
       }
       const size_t n = std::min(ps[i].len - done, g_pack - data);
-      WriteHeader(buf.data() + used, ps[i].remote + done,
-                  static_cast<uint32_t>(n));
+      WriteHeader(buf + used, ps[i].remote + done, static_cast<uint32_t>(n));
       used += kHeader;
       data += n;
       done += n;

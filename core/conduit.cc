@@ -1,9 +1,8 @@
 #include "core/conduit.h"
 
-#include <memory>
-
 #include "absl/strings/str_format.h"
 #include "base/cpu.h"
+#include "base/thread_scratch.h"
 #include "base/wait_policy.h"
 
 namespace gexrt::core {
@@ -11,20 +10,14 @@ namespace {
 
 // The default negotiated-payload buffers: one per thread for a Request
 // and one for a Reply (a thread has at most one of each prepared, as the
-// specification allows), allocated on first use.
-thread_local std::unique_ptr<unsigned char[]> tl_request_bounce;
-thread_local std::unique_ptr<unsigned char[]> tl_reply_bounce;
-thread_local size_t tl_request_bounce_size = 0;
-thread_local size_t tl_reply_bounce_size = 0;
+// specification allows), allocated on first use. ThreadScratch: the exit
+// protocol sends from the main thread's exit handler, after its
+// thread_local destructors have run.
+constinit thread_local ThreadScratch tl_request_bounce;
+constinit thread_local ThreadScratch tl_reply_bounce;
 
 void* Bounce(bool request, size_t size) {
-  auto& buffer = request ? tl_request_bounce : tl_reply_bounce;
-  size_t& have = request ? tl_request_bounce_size : tl_reply_bounce_size;
-  if (have < size) {
-    buffer.reset(new unsigned char[size]);
-    have = size;
-  }
-  return buffer.get();
+  return (request ? tl_request_bounce : tl_reply_bounce).Get(size);
 }
 
 }  // namespace

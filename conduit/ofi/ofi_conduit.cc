@@ -30,6 +30,7 @@
 #include "base/fatal.h"
 #include "base/host_id.h"
 #include "base/spin_wait.h"
+#include "base/thread_scratch.h"
 #include "exit/graceful_exit.h"
 #include "exit/signals.h"
 
@@ -235,18 +236,16 @@ std::string FiError(ssize_t rc) {
 
 // A Medium payload whose receive position is not 8-byte aligned (the
 // provider chose where in a multi-receive buffer it landed) is copied
-// here first: clients may rely on GASNet's payload alignment.
-thread_local std::unique_ptr<unsigned char[]> tl_aligned;
-thread_local size_t tl_aligned_size = 0;
+// here first: clients may rely on GASNet's payload alignment. (A
+// ThreadScratch: the exit's polls run in the main thread's exit handler,
+// after its thread_local destructors.)
+constinit thread_local ThreadScratch tl_aligned;
 
 unsigned char* AlignedCopy(const unsigned char* from, size_t len,
                            size_t capacity) {
-  if (tl_aligned_size < capacity) {
-    tl_aligned.reset(new unsigned char[capacity]);
-    tl_aligned_size = capacity;
-  }
-  std::memcpy(tl_aligned.get(), from, len);
-  return tl_aligned.get();
+  unsigned char* to = tl_aligned.Get(capacity);
+  std::memcpy(to, from, len);
+  return to;
 }
 
 // Whether this thread is inside a libfabric call. A signal that ends the

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -17,6 +16,7 @@
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/spin_wait.h"
+#include "base/thread_scratch.h"
 #include "exit/graceful_exit.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -84,12 +84,14 @@ inline void TakeOver(void*) {}
 // Each thread receives into its own buffers (one per channel, allocated
 // once) and knows which channel it is delivering from, so that a nested
 // poll (a handler's Reply waiting for room) never reuses the buffer a
-// message being delivered still points into.
+// message being delivered still points into. Trivially destructible
+// (ThreadScratch): the exit's polls run in the main thread's exit handler,
+// after its thread_local destructors.
 struct ThreadState {
-  std::unique_ptr<unsigned char[]> buffer[2];
+  ThreadScratch buffer[2];
   bool busy[2] = {false, false};
 };
-thread_local ThreadState tl_state;
+constinit thread_local ThreadState tl_state;
 
 std::atomic<SocketConduit*> g_created{nullptr};
 
@@ -372,10 +374,7 @@ int SocketConduit::Drain(Channel channel, int budget) {
   ThreadState& t = tl_state;
   const int fd = fd_[channel].load(std::memory_order_relaxed);
   if (fd < 0 || t.busy[channel]) return 0;
-  if (t.buffer[channel] == nullptr) {
-    t.buffer[channel] = std::make_unique<unsigned char[]>(kMaxDatagram);
-  }
-  unsigned char* buffer = t.buffer[channel].get();
+  unsigned char* buffer = t.buffer[channel].Get(kMaxDatagram);
   t.busy[channel] = true;
   int handled = 0;
   while (handled < budget) {

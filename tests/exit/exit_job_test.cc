@@ -171,6 +171,23 @@ std::multimap<int, std::string> JobIdLines(const std::string& out) {
   return ids;
 }
 
+// Under AddressSanitizer (CI builds ASan and UBSan together), ASan's own
+// handlers for the fatal signals stay in place of the runtime's
+// (exit/signals.h installs its handlers only over default dispositions),
+// and the cases send those signals on purpose to see the runtime's. The
+// jobs run with ASan's signal handling off; memory errors are still
+// reported.
+std::vector<std::string> SanitizerEnv() {
+#if defined(__SANITIZE_ADDRESS__)
+  const char* own = std::getenv("ASAN_OPTIONS");
+  return {std::string("ASAN_OPTIONS=") + (own != nullptr ? own : "") +
+          ":handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0" +
+          ":handle_abort=0"};
+#else
+  return {};
+#endif
+}
+
 ExitJob RunExitJob(const std::string& mode, int code, int n,
                    const JobOptions& options = {}) {
   ExitJob job;
@@ -185,6 +202,8 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
   spec.env = InheritedRuntimeVariables();
   // The instance's variables; the driver's own below and the case's win.
   for (std::string& entry : InstanceEnv()) spec.env.push_back(std::move(entry));
+  for (std::string& entry : SanitizerEnv())
+    spec.env.push_back(std::move(entry));
   if (!options.ssh_hosts.empty()) {
     spec.env.push_back("GASNET_SSH_CMD=" +
                        Runfile("tests/bootstrap/fake_ssh.sh"));
@@ -194,6 +213,7 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
     // fake_ssh starts agents with an empty environment, as a login does:
     // what is not GASNET_* travels by -E.
     std::vector<std::string> names = {"TMPDIR"};
+    if (!SanitizerEnv().empty()) names.push_back("ASAN_OPTIONS");
     for (const std::string& entry : InstanceEnv()) {
       const std::string name = entry.substr(0, entry.find('='));
       if (!absl::StartsWith(name, "GASNET_")) names.push_back(name);
