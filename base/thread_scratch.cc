@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "absl/base/attributes.h"
 #include "base/fatal.h"
 
 namespace gexrt {

@@ -288,7 +288,8 @@ def api_job_tests(
         cases = {},
         shard_count = {},
         timeout = None,
-        tags = []):
+        tags = [],
+        ci_suites = None):
     """Declares the clients and the job tests of one conduit instance.
 
     Args:
@@ -317,6 +318,9 @@ def api_job_tests(
       timeout: every test's timeout, overriding the suites' defaults
         ("short" for most, "moderate" for cpp).
       tags: of every test (e.g. ["manual"] for an instance CI runs apart).
+      ci_suites: the suites CI runs; the others' tests are also tagged
+        "extended" (scripts/test.sh leaves them out; `bazel test
+        --test_tag_filters=extended` runs them). Default: all.
     """
     if name_suffix == None:
         name_suffix = "_" + conduit
@@ -369,7 +373,9 @@ def api_job_tests(
             data = [":" + c + client_suffix for c in s.clients] + [launcher],
             env = test_env,
             shard_count = shards if shards > 0 else None,
-            tags = tags,
+            tags = tags + (
+                ["extended"] if ci_suites != None and suite not in ci_suites else []
+            ),
             deps = [
                 ":" + _driver(suite),
                 "@com_google_googletest//:gtest_main",

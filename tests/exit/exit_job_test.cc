@@ -202,8 +202,8 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
   spec.env = InheritedRuntimeVariables();
   // The instance's variables; the driver's own below and the case's win.
   for (std::string& entry : InstanceEnv()) spec.env.push_back(std::move(entry));
-  for (std::string& entry : SanitizerEnv())
-    spec.env.push_back(std::move(entry));
+  const std::vector<std::string> sanitizer_env = SanitizerEnv();
+  spec.env.insert(spec.env.end(), sanitizer_env.begin(), sanitizer_env.end());
   if (!options.ssh_hosts.empty()) {
     spec.env.push_back("GASNET_SSH_CMD=" +
                        Runfile("tests/bootstrap/fake_ssh.sh"));
@@ -213,7 +213,7 @@ ExitJob RunExitJob(const std::string& mode, int code, int n,
     // fake_ssh starts agents with an empty environment, as a login does:
     // what is not GASNET_* travels by -E.
     std::vector<std::string> names = {"TMPDIR"};
-    if (!SanitizerEnv().empty()) names.push_back("ASAN_OPTIONS");
+    if (!sanitizer_env.empty()) names.push_back("ASAN_OPTIONS");
     for (const std::string& entry : InstanceEnv()) {
       const std::string name = entry.substr(0, entry.find('='));
       if (!absl::StartsWith(name, "GASNET_")) names.push_back(name);
