@@ -160,7 +160,7 @@ int Protocol::Reduce(int code, Deadline deadline) {
 Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
   if (request_received()) return Role::kMember;
   if (topology_.rank == 0) {
-    return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
+    return TakeLeadFor(0) ? Role::kLeader : Role::kMember;
   }
   // Rank 0 a supernode peer: at `fallback_at` its shared word decides.
   // Elsewhere, with a launcher: at `fallback_at` the launcher decides.
@@ -176,8 +176,9 @@ Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
   if (!answered() && leader_taken_ != nullptr) {
     // Rank 0 is silent (computing, stuck or dead): take the election in
     // its cell directly. Its own answers use the same word, so there is
-    // still one leader.
-    return leader_taken_->exchange(1) != 0 ? Role::kMember : Role::kLeader;
+    // still one leader, even when our ask reached it after we stopped
+    // waiting for the answer.
+    return TakeLeadFor(topology_.rank) ? Role::kLeader : Role::kMember;
   }
   if (!answered() && launcher_ != nullptr && launcher_->RequestJobExit(code)) {
     return Role::kHandedOff;
@@ -195,6 +196,14 @@ Role Protocol::Elect(int code, Deadline fallback_at, Deadline deadline) {
     default:
       return Role::kFailed;
   }
+}
+
+bool Protocol::TakeLeadFor(Rank candidate) {
+  uint32_t holder = 0;
+  const uint32_t word = candidate + 1;
+  return leader_taken_->compare_exchange_strong(holder, word,
+                                                std::memory_order_acq_rel) ||
+         holder == word;
 }
 
 bool Protocol::MarkReplied(Rank r) {
@@ -304,7 +313,9 @@ void Protocol::OnMessage(Rank source, const Message& m) {
       return;
     case MessageKind::kElect: {
       // Rank 0: the first candidate leads, whoever asks later follows.
-      const bool lead = leader_taken_->exchange(1) == 0;
+      // A candidate asking again (its first answer was lost to its
+      // deadline) hears the same answer.
+      const bool lead = TakeLeadFor(source);
       // No room for the answer: the candidate falls back to the shared
       // word (a supernode peer) or fails its election at its deadline.
       TrySend(source, Message{MessageKind::kElectReply, lead ? 1u : 0u, 0},

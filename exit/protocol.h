@@ -101,8 +101,11 @@ struct alignas(64) MemberCell {
   std::atomic<uint64_t> request;  // kPresent | leader << 8 | code.
   std::atomic<uint32_t> ack;      // 1: answered `request`.
   std::atomic<int32_t> pid;       // Written at start-up.
-  // In rank 0's cell only: 1 once a leader has been elected. Rank 0's
-  // answers and its supernode peers' fallback (below) both take it here.
+  // In rank 0's cell only: 0 until a leader is elected, then the leader's
+  // rank + 1. Rank 0's answers and its supernode peers' fallback (below)
+  // both take it here; holding the winner (not just "taken") lets a
+  // candidate whose ask rank 0 granted after the candidate stopped waiting
+  // still find that it leads.
   std::atomic<uint32_t> leader_taken;
 };
 struct alignas(64) GroupCell {
@@ -244,6 +247,9 @@ class Protocol {
   uint32_t rounds_ = 0;
   // Rank 0's election word when rank 0 is a supernode peer (else null).
   std::atomic<uint32_t>* leader_taken_ = nullptr;
+  // Whether `candidate` leads: it takes the empty word, or finds it
+  // already holds `candidate` (granted to an earlier ask of its own).
+  bool TakeLeadFor(Rank candidate);
 
   std::atomic<uint64_t> arrivals_[kMaxRounds] = {};  // kPresent | code.
   std::atomic<int> elect_answer_{0};                 // 1 leader, 2 member.
