@@ -68,6 +68,28 @@ thread_local bool t_receive_thread = false;
 // Receive work requests carry the buffer's index; send ones the Op's.
 constexpr uint32_t kNoBuffer = ~uint32_t{0};
 
+// The P_Key `port`'s QPs use: GASNET_IBV_PKEY's (`wanted`, 0 when unset)
+// looked up in the port's table, or the entry at index 0.
+absl::Status ResolvePkey(verbs::Context& context, uint16_t wanted,
+                         PortInfo& port) {
+  auto entry = [&](uint16_t index) {
+    return context.QueryPkey(port.port, index);
+  };
+  if (wanted != 0) {
+    absl::StatusOr<uint16_t> index =
+        FindPkeyIndex(wanted, port.attr.pkey_table_len, entry,
+                      absl::StrCat(port.device, ":", port.port));
+    if (!index.ok()) return index.status();
+    port.pkey_index = *index;
+  }
+  if (port.pkey_index < port.attr.pkey_table_len) {
+    absl::StatusOr<uint16_t> key = entry(port.pkey_index);
+    if (!key.ok()) return key.status();
+    port.pkey = *key;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -422,12 +444,7 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
         absl::StrFormat("%s (rank %u, %s)", chosen.status().message(), rank_,
                         selection_.reason));
   }
-  if (settings_.list_ports) {
-    std::printf("ibv: rank %u: %s\nibv: rank %u: using:\n%s", rank_,
-                selection_.reason.c_str(), rank_,
-                DescribePorts(*chosen).c_str());
-    std::fflush(stdout);
-  }
+  std::vector<PortInfo> used;
   for (const PortInfo& p : *chosen) {
     size_t at = 0;
     while (listing[at].device != p.device || listing[at].port != p.port) ++at;
@@ -445,10 +462,22 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
       if (!c.ok()) return c.status();
       rail->context = *std::move(c);
     }
+    if (absl::Status s =
+            ResolvePkey(*rail->context, settings_.pkey, rail->port);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrFormat("ibv conduit: rank %u: %s",
+                                                    rank_, s.message()));
+    }
+    used.push_back(rail->port);
     uint32_t mtu = p.attr.active_mtu;
     if (settings_.max_mtu != 0) mtu = std::min(mtu, settings_.max_mtu);
     rail->path_mtu = mtu;
     rails_.push_back(std::move(rail));
+  }
+  if (settings_.list_ports) {
+    std::printf("ibv: rank %u: %s\nibv: rank %u: using:\n%s", rank_,
+                selection_.reason.c_str(), rank_, DescribePorts(used).c_str());
+    std::fflush(stdout);
   }
 
   // The device's limits, checked before anything is created.
@@ -648,6 +677,7 @@ absl::StatusOr<IbvConduit::Peer*> IbvConduit::CreatePeer(Rank r) {
         std::min(settings_.networkdepth_pp, qp->qp->caps().max_send_wr);
     verbs::QpInitStateAttr init;
     init.port = rail.port.port;
+    init.pkey_index = rail.port.pkey_index;
     init.access = verbs::kAccessRemoteWrite | verbs::kAccessRemoteRead |
                   verbs::kAccessRemoteAtomic;
     if (absl::Status s = qp->qp->ToInit(init); !s.ok()) return s;
@@ -1367,6 +1397,7 @@ absl::Status IbvConduit::CreateUd() {
   ud->qkey = kUdQkey;
   verbs::QpInitStateAttr init;
   init.port = rail.port.port;
+  init.pkey_index = rail.port.pkey_index;
   init.qkey = ud->qkey;
   if (absl::Status st = ud->qp->ToInit(init); !st.ok()) return st;
   if (absl::Status st = ud->qp->ToRtr({}); !st.ok()) return st;

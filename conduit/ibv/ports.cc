@@ -1,6 +1,9 @@
 #include "conduit/ibv/ports.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -91,12 +94,37 @@ absl::StatusOr<std::vector<PortInfo>> ChoosePorts(
   return chosen;
 }
 
+absl::StatusOr<uint16_t> FindPkeyIndex(
+    uint16_t key, uint16_t table_len,
+    absl::FunctionRef<absl::StatusOr<uint16_t>(uint16_t index)> entry,
+    const std::string& port_name) {
+  std::optional<uint16_t> limited;
+  std::vector<std::string> held;
+  for (uint16_t i = 0; i < table_len; ++i) {
+    absl::StatusOr<uint16_t> value = entry(i);
+    if (!value.ok()) return value.status();
+    // Unused entries read as 0 (or a bare membership bit).
+    if ((*value & 0x7fff) == 0) continue;
+    held.push_back(absl::StrFormat("0x%04x", *value));
+    if ((*value & 0x7fff) != key) continue;
+    if ((*value & verbs::kPkeyFullMember) != 0) return i;
+    if (!limited.has_value()) limited = i;
+  }
+  if (limited.has_value()) return *limited;
+  return absl::NotFoundError(absl::StrFormat(
+      "GASNET_IBV_PKEY=0x%04x: port %s has no such partition (its P_Key "
+      "table holds %s)",
+      key, port_name,
+      held.empty() ? std::string("no keys") : absl::StrJoin(held, ", ")));
+}
+
 std::string DescribePorts(const std::vector<PortInfo>& ports) {
   std::string out;
   for (const PortInfo& p : ports) {
-    absl::StrAppendFormat(&out, "%s:%d %s lid %d mtu %d\n", p.device, p.port,
-                          verbs::ToString(p.attr.state), p.attr.lid,
-                          p.attr.active_mtu);
+    absl::StrAppendFormat(&out,
+                          "%s:%d %s lid %d mtu %d pkey 0x%04x (index %d)\n",
+                          p.device, p.port, verbs::ToString(p.attr.state),
+                          p.attr.lid, p.attr.active_mtu, p.pkey, p.pkey_index);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "base/env/parse.h"
 #include "conduit/ibv/verbs/types.h"
@@ -24,6 +25,10 @@ struct PortInfo {
   std::string device;
   uint8_t port = 1;
   verbs::PortAttr attr;
+  // The P_Key the QPs on this port use and its table index (FindPkeyIndex;
+  // index 0 without GASNET_IBV_PKEY).
+  uint16_t pkey = 0;
+  uint16_t pkey_index = 0;
 };
 
 // The ports to use, in the order of the filter (or of the listing), each
@@ -34,8 +39,17 @@ absl::StatusOr<std::vector<PortInfo>> ChoosePorts(
     const std::vector<PortInfo>& listing,
     const std::vector<env::PortSpec>& filter, const std::string& variable);
 
+// Where GASNET_IBV_PKEY's `key` (15 bits, 2..0x7fff) is in a port's P_Key
+// table of `table_len` entries, read through `entry(index)`: a full-member
+// entry (0x8000 set) if the table has one, else a limited one. NotFound
+// names the setting, `port_name` and the keys the table holds.
+absl::StatusOr<uint16_t> FindPkeyIndex(
+    uint16_t key, uint16_t table_len,
+    absl::FunctionRef<absl::StatusOr<uint16_t>(uint16_t index)> entry,
+    const std::string& port_name);
+
 // The listing as lines for GASNET_IBV_LIST_PORTS: "gexsoft0:1 ACTIVE lid 3
-// mtu 4096".
+// mtu 4096 pkey 0xffff (index 0)".
 std::string DescribePorts(const std::vector<PortInfo>& ports);
 
 }  // namespace gexrt::ibv

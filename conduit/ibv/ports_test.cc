@@ -1,5 +1,6 @@
 #include "conduit/ibv/ports.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,52 @@ TEST(ChoosePortsTest, NoActivePortAnywhere) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(ChoosePorts({}, {}, "V").ok());
+}
+
+// A P_Key table as FindPkeyIndex reads it; counts the reads.
+struct Table {
+  std::vector<uint16_t> keys;
+  int reads = 0;
+  absl::StatusOr<uint16_t> operator()(uint16_t index) {
+    ++reads;
+    return keys.at(index);
+  }
+  uint16_t size() const { return static_cast<uint16_t>(keys.size()); }
+};
+
+absl::StatusOr<uint16_t> Find(uint16_t key, Table& t) {
+  return FindPkeyIndex(key, t.size(), std::ref(t), "mlx5_0:1");
+}
+
+TEST(FindPkeyIndexTest, FindsTheKeyPreferringAFullMember) {
+  Table t{{0xffff, 0x0123, 0x8456, 0x8123, 0}};
+  EXPECT_EQ(*Find(0x123, t), 3u);  // full member at 3 over limited at 1
+  EXPECT_EQ(*Find(0x456, t), 2u);
+  EXPECT_EQ(*Find(0x7fff, t), 0u);
+  Table limited{{0xffff, 0x0123}};
+  EXPECT_EQ(*Find(0x123, limited), 1u);
+}
+
+TEST(FindPkeyIndexTest, AMissingKeyNamesTheSettingThePortAndTheTable) {
+  Table t{{0xffff, 0x8123, 0x0000, 0x8000}};
+  absl::StatusOr<uint16_t> i = Find(0x124, t);
+  ASSERT_FALSE(i.ok());
+  EXPECT_EQ(i.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(i.status().message()),
+            "GASNET_IBV_PKEY=0x0124: port mlx5_0:1 has no such partition (its "
+            "P_Key table holds 0xffff, 0x8123)");
+  EXPECT_EQ(t.reads, 4);
+  Table empty;
+  EXPECT_THAT(std::string(Find(0x124, empty).status().message()),
+              HasSubstr("holds no keys"));
+}
+
+TEST(FindPkeyIndexTest, AFailedReadIsReturned) {
+  auto failing = [](uint16_t) -> absl::StatusOr<uint16_t> {
+    return absl::UnavailableError("ibv_query_pkey: EIO");
+  };
+  EXPECT_EQ(FindPkeyIndex(0x123, 2, failing, "x:1").status().code(),
+            absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ long long Field(const std::string& line, const std::string& key) {
 
 // `rank`'s GASNET_IBV_STATS line, or "".
 std::string StatsLine(const JobResult& r, int rank) {
-  const std::string prefix = absl::StrFormat("ibv: rank %d: ", rank);
+  const std::string prefix = absl::StrFormat("ibv: rank %d: requests ", rank);
   for (const std::string& line : Lines(r.out)) {
     if (line.rfind(prefix, 0) == 0) return line;
   }
@@ -98,6 +98,16 @@ long long Stat(const std::string& line, const std::string& key) {
     }
   }
   return -1;
+}
+
+// How often `what` occurs in `text`.
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + what.size())) {
+    ++n;
+  }
+  return n;
 }
 
 // The job id the ranks printed before init ("rank ?: job=<id>").
@@ -494,6 +504,32 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+// 5b. Partitions: GASNET_IBV_PKEY picks its entry in the port's P_Key table
+// (the software ports' table set by GASNET_IBV_SOFTWARE_PKEYS). Entry 0 is
+// a limited member of partition 1, with which no two ranks can talk: the
+// job works only if every QP, RC and the dynamic connections' UD ones,
+// was put at the chosen index.
+TEST(IbvPartitionTest, EveryQpUsesTheChosenPartition) {
+  constexpr int kRanks = 3;
+  for (const char* connect :
+       {"GASNET_CONNECT_STATIC=1", "GASNET_CONNECT_STATIC=0"}) {
+    const JobResult r = RunIbvJob(
+        kRanks, {"rma"},
+        {"GASNET_IBV_SOFTWARE_PKEYS=0x0001,0x0123,0x8123",
+         "GASNET_IBV_PKEY=0x123", "GASNET_IBV_LIST_PORTS=1", connect});
+    ExpectOk(r, kRanks, "rma");
+    for (int rank = 0; rank < kRanks; ++rank) {
+      EXPECT_THAT(r.out,
+                  HasSubstr(absl::StrFormat(
+                      "ibv: rank %d: using:\ngexsoft0:1 ACTIVE lid", rank)))
+          << Describe(r);
+    }
+    // The full-member entry, not the limited one before it.
+    EXPECT_EQ(Occurrences(r.out, "pkey 0x8123 (index 2)"), kRanks)
+        << Describe(r);
+  }
+}
+
 // 6. Bad settings: a fatal message naming them, nonzero exit, nothing left.
 struct BadSetting {
   const char* name;
@@ -525,6 +561,11 @@ INSTANTIATE_TEST_SUITE_P(
                     "GASNET_USE_SRQ=0"},
                    {"GASNET_RBUF_COUNT=16 and GASNET_USE_SRQ=0",
                     "GASNET_AM_CREDITS_PP=64"}},
+        BadSetting{"NoSuchPartition",
+                   {"GASNET_IBV_SOFTWARE_PKEYS=0xffff,0x8123",
+                    "GASNET_IBV_PKEY=0x124"},
+                   {"GASNET_IBV_PKEY=0x0124: port gexsoft0:1 has no such "
+                    "partition (its P_Key table holds 0xffff, 0x8123)"}},
         BadSetting{"NoWayToConnect",
                    {"GASNET_CONNECT_STATIC=0", "GASNET_CONNECT_DYNAMIC=0"},
                    {"GASNET_CONNECT_STATIC=0 and GASNET_CONNECT_DYNAMIC=0",

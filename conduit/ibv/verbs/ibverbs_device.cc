@@ -646,7 +646,17 @@ class IbvContext final : public Context {
                                                   : LinkLayer::kUnspecified;
     ibv_gid gid{};
     if (ibv_query_gid(ctx_, port, 0, &gid) == 0) a.gid = FromIbvGid(gid);
+    a.pkey_table_len = p.pkey_tbl_len;
     return a;
+  }
+
+  absl::StatusOr<uint16_t> QueryPkey(uint8_t port, uint16_t index) override {
+    __be16 pkey = 0;
+    // 0, or -1 with errno (it reads sysfs).
+    if (ibv_query_pkey(ctx_, port, index, &pkey) != 0) {
+      return VerbsError("ibv_query_pkey", errno);
+    }
+    return be16toh(pkey);
   }
 
   absl::StatusOr<std::unique_ptr<ProtectionDomain>> AllocPd() override {

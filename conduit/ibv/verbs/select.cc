@@ -1,15 +1,39 @@
 #include "conduit/ibv/verbs/select.h"
 
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/env/parse.h"
 #include "base/env/settings.h"
 #include "conduit/ibv/verbs/ibverbs_device.h"
 #include "conduit/ibv/verbs/soft_device.h"
 
 namespace gexrt::ibv::verbs {
 namespace {
+
+// GASNET_IBV_SOFTWARE_PKEYS: "0xffff,0x8123" -> {0xffff, 0x8123}.
+absl::Status ReadPkeyTable(std::vector<uint16_t>* table) {
+  std::optional<std::string> raw = env::GetRaw(kSoftwarePkeysVariable);
+  if (!raw.has_value() || raw->empty()) return absl::OkStatus();
+  std::vector<uint16_t> keys;
+  const std::vector<std::string> entries = absl::StrSplit(*raw, ',');
+  for (const std::string& entry : entries) {
+    absl::StatusOr<int64_t> key = env::ParseInt(entry, 0, 0xffff);
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable ", kSoftwarePkeysVariable, "=",
+                       *raw, ": '", entry, "': ", key.status().message(),
+                       " (a comma-separated list of 16-bit P_Keys)"));
+    }
+    keys.push_back(static_cast<uint16_t>(*key));
+  }
+  *table = std::move(keys);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Selection> Software(const std::string& job_key,
                                    std::string reason) {
@@ -19,6 +43,7 @@ absl::StatusOr<Selection> Software(const std::string& job_key,
       env::TryGetInt(kSoftwareDevicesVariable, 1, 1, kMaxSoftDevices);
   if (!count.ok()) return count.status();
   options.num_devices = static_cast<uint32_t>(*count);
+  if (absl::Status s = ReadPkeyTable(&options.pkeys); !s.ok()) return s;
   auto provider = MakeSoftProvider(options);
   if (!provider.ok()) return provider.status();
   return Selection{std::move(*provider), std::move(reason)};

@@ -7,6 +7,9 @@
 //        software device.
 // GASNET_IBV_SOFTWARE_DEVICES (1..8, default 1): how many software devices
 // (gexsoft0, gexsoft1, ...) it lists, for multi-rail runs.
+// GASNET_IBV_SOFTWARE_PKEYS (comma-separated 16-bit values, default
+// 0xffff): the software ports' P_Key table, index 0 first, in place of the
+// one a subnet manager would set (for testing GASNET_IBV_PKEY).
 // The software device only connects processes of one host: a conduit that
 // gets it for a job spanning hosts must refuse with a clear message
 // (Selection::reason says why it was chosen).
@@ -24,6 +27,7 @@ namespace gexrt::ibv::verbs {
 inline constexpr char kSoftwareDeviceVariable[] = "GASNET_IBV_SOFTWARE_DEVICE";
 inline constexpr char kSoftwareDevicesVariable[] =
     "GASNET_IBV_SOFTWARE_DEVICES";
+inline constexpr char kSoftwarePkeysVariable[] = "GASNET_IBV_SOFTWARE_PKEYS";
 
 struct Selection {
   std::unique_ptr<Provider> provider;

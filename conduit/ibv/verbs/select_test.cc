@@ -1,8 +1,11 @@
 #include "conduit/ibv/verbs/select.h"
 
 #include <cstdlib>
+#include <string>
 
 #include "conduit/ibv/verbs/ibverbs_device.h"
+#include "conduit/ibv/verbs/soft_device.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace gexrt::ibv::verbs {
@@ -37,6 +40,28 @@ TEST(SelectTest, TheSettingChoosesTheImplementation) {
   setenv(kSoftwareDevicesVariable, "9", 1);
   EXPECT_FALSE(SelectProvider("select-test").ok());
   unsetenv(kSoftwareDevicesVariable);
+}
+
+TEST(SelectTest, TheSoftwarePkeyTableComesFromItsSetting) {
+  setenv(kSoftwareDeviceVariable, "yes", 1);
+  setenv(kSoftwarePkeysVariable, "0xffff, 0x8123,291", 1);
+  auto s = SelectProvider("select-pkeys");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto ctx = s->provider->Open(kSoftDeviceName);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  EXPECT_EQ((*ctx)->QueryPort(1)->pkey_table_len, 3u);
+  EXPECT_EQ(*(*ctx)->QueryPkey(1, 1), 0x8123u);
+  EXPECT_EQ(*(*ctx)->QueryPkey(1, 2), 0x0123u);
+  ctx->reset();
+
+  setenv(kSoftwarePkeysVariable, "0xffff,0x10000", 1);
+  s = SelectProvider("select-pkeys");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()),
+              ::testing::HasSubstr("GASNET_IBV_SOFTWARE_PKEYS=0xffff,0x10000: "
+                                   "'0x10000': "));
+  unsetenv(kSoftwarePkeysVariable);
+  unsetenv(kSoftwareDeviceVariable);
 }
 
 TEST(SelectTest, UnsetPicksHardwareWhenThereIsSome) {

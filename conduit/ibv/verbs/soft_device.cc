@@ -69,7 +69,7 @@ constexpr uint32_t kMaxQps = (1u << kQpIndexBits) - 1;  // index 0 unused
 constexpr uint32_t kEventRing = 64;
 constexpr uint32_t kAtomicStripes = 256;
 constexpr uint64_t kMagic = 0x31746673'78656767ull;  // "ggexsft1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;                     // 2: ShmQp::pkey
 constexpr uint64_t kMaxMessage = uint64_t{1} << 31;
 
 uint64_t NowNs() {
@@ -100,6 +100,7 @@ struct SharedCounters {
   std::atomic<uint64_t> rnr_naks;
   std::atomic<uint64_t> transport_retries;
   std::atomic<uint64_t> ud_drops;
+  std::atomic<uint64_t> pkey_drops;
   std::atomic<uint64_t> cq_overflows;
   std::atomic<uint64_t> remote_access_errors;
 
@@ -108,6 +109,7 @@ struct SharedCounters {
     c.rnr_naks = rnr_naks.load(std::memory_order_relaxed);
     c.transport_retries = transport_retries.load(std::memory_order_relaxed);
     c.ud_drops = ud_drops.load(std::memory_order_relaxed);
+    c.pkey_drops = pkey_drops.load(std::memory_order_relaxed);
     c.cq_overflows = cq_overflows.load(std::memory_order_relaxed);
     c.remote_access_errors =
         remote_access_errors.load(std::memory_order_relaxed);
@@ -225,6 +227,7 @@ struct ShmQp {
   uint32_t pd;
   uint32_t access;
   uint32_t qkey;
+  uint16_t pkey;        // its P_Key table entry, set in INIT
   uint32_t remote_lid;  // RC: the connected peer
   uint32_t remote_qpn;
   uint32_t expected_psn;
@@ -583,6 +586,7 @@ class SoftContext final : public Context {
   const std::string& name() const override { return name_; }
   absl::StatusOr<DeviceAttr> QueryDevice() override;
   absl::StatusOr<PortAttr> QueryPort(uint8_t port) override;
+  absl::StatusOr<uint16_t> QueryPkey(uint8_t port, uint16_t index) override;
   absl::StatusOr<std::unique_ptr<ProtectionDomain>> AllocPd() override {
     std::lock_guard<std::mutex> g(mu_);
     return std::unique_ptr<ProtectionDomain>(new SoftPd(this, ++next_pd_));
@@ -799,9 +803,12 @@ absl::Status SoftQp::ToInit(const QpInitStateAttr& attr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "port ", attr.port, ": ", kSoftDeviceName, " has port 1 only"));
   }
+  absl::StatusOr<uint16_t> pkey = ctx_->QueryPkey(attr.port, attr.pkey_index);
+  if (!pkey.ok()) return pkey.status();
   std::lock_guard<SpinLock> l(shm_->lock);
   shm_->access = attr.access;
   shm_->qkey = attr.qkey;
+  shm_->pkey = *pkey;
   port_ = attr.port;
   shm_->state.store(static_cast<uint8_t>(QpState::kInit),
                     std::memory_order_release);
@@ -1142,6 +1149,10 @@ SoftQp::Outcome SoftQp::ExecuteUd(Pending& p, uint64_t seq, WcStatus* status) {
       t->qkey != p.wr.remote_qkey) {
     return drop();
   }
+  if (!PkeysMatch(shm_->pkey, t->pkey)) {
+    ctx_->Add(&SharedCounters::pkey_drops);
+    return Outcome::kDone;
+  }
   bool rnr = false;
   DeliverRecv(t, dev.Proc(lid), p, seq, kUdGrhBytes, &rnr);
   if (rnr) return drop();
@@ -1163,6 +1174,12 @@ SoftQp::Outcome SoftQp::ExecuteRc(Pending& p, uint64_t seq, WcStatus* status) {
       t->type != static_cast<uint8_t>(QpType::kRc) ||
       t->remote_qpn != qp_num() || t->remote_lid != ctx_->lid() ||
       t->expected_psn != sq_psn_) {
+    return Outcome::kNotReady;
+  }
+  // Another partition's packets are dropped too (counted: nothing else
+  // tells a P_Key mismatch from a responder that is not ready).
+  if (!PkeysMatch(shm_->pkey, t->pkey)) {
+    ctx_->Add(&SharedCounters::pkey_drops);
     return Outcome::kNotReady;
   }
   *status = WcStatus::kSuccess;
@@ -1614,7 +1631,21 @@ absl::StatusOr<PortAttr> SoftContext::QueryPort(uint8_t port) {
     a.gid.raw[8 + i] = static_cast<uint8_t>(h >> (8 * i));
   a.gid.raw[14] = static_cast<uint8_t>(lid_ >> 8);
   a.gid.raw[15] = static_cast<uint8_t>(lid_);
+  a.pkey_table_len = static_cast<uint16_t>(options_.pkeys.size());
   return a;
+}
+
+absl::StatusOr<uint16_t> SoftContext::QueryPkey(uint8_t port, uint16_t index) {
+  if (port != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kSoftDeviceName, " has port 1 only, not ", port));
+  }
+  if (index >= options_.pkeys.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name_, " port 1: P_Key index ", index, " (its table has ",
+                     options_.pkeys.size(), " entries)"));
+  }
+  return options_.pkeys[index];
 }
 
 absl::StatusOr<std::unique_ptr<CompletionQueue>> SoftContext::CreateCq(

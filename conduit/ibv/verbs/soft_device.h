@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,6 +47,12 @@ struct SoftDeviceOptions {
   // The port's active MTU (256 .. 4096) and the QP inline limit.
   uint32_t mtu = 4096;
   uint32_t max_inline_data = 256;
+  // The port's P_Key table, as this process sees it (a subnet manager sets
+  // it on real ports): by default the default partition, full member.
+  // QPs whose P_Keys do not match (PkeysMatch) cannot reach each other:
+  // RC packets are dropped (the requester retries until its retry count
+  // runs out), UD datagrams are discarded.
+  std::vector<uint16_t> pkeys = {0xffff};
 };
 
 // A provider whose one device is the software device for `options.job_key`.

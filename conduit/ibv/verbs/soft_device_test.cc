@@ -120,12 +120,14 @@ struct ConnectOptions {
   uint8_t min_rnr_timer = 1;  // 10 us
   uint8_t retry_cnt = 7;
   uint8_t timeout = 8;  // ~1 ms
+  uint16_t pkey_index = 0;
 };
 
 absl::Status Connect(QueuePair& qp, const QpAddress& remote, uint32_t my_psn,
                      const ConnectOptions& o = {}) {
   QpInitStateAttr init;
   init.access = kAllRemote;
+  init.pkey_index = o.pkey_index;
   if (auto s = qp.ToInit(init); !s.ok()) return s;
   QpRtrAttr rtr;
   rtr.remote = remote;
@@ -169,12 +171,15 @@ class SoftDeviceTest : public ::testing::Test {
   void SetUp() override {
     key_ = UniqueKey(
         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    provider_ = std::move(*MakeSoftProvider(Options()));
+  }
+  SoftDeviceOptions Options() const {
     SoftDeviceOptions o;
     o.job_key = key_;
     o.max_procs = 8;
     o.arena_bytes = 16 << 20;
     o.max_inline_data = 128;
-    provider_ = std::move(*MakeSoftProvider(o));
+    return o;
   }
   void TearDown() override {
     Unpair();
@@ -780,6 +785,106 @@ TEST_F(SoftDeviceTest, PeerNotReadyOrWrongPsnIsATransportRetryError) {
   c = PollN(*a_.cq, 1);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, WcStatus::kRetryExceeded);
+}
+
+TEST_F(SoftDeviceTest, PkeysPartitionTheFabric) {
+  SoftDeviceOptions o = Options();
+  o.pkeys = {0xffff, 0x8123, 0x0123, 0x8456};
+  provider_ = std::move(*MakeSoftProvider(o));
+  a_ = Node::Open(*provider_);
+  b_ = Node::Open(*provider_);
+  ASSERT_EQ(a_.ctx->QueryPort(1)->pkey_table_len, 4u);
+  EXPECT_EQ(*a_.ctx->QueryPkey(1, 1), 0x8123u);
+  EXPECT_EQ(*a_.ctx->QueryPkey(1, 2), 0x0123u);
+  EXPECT_FALSE(a_.ctx->QueryPkey(1, 4).ok());
+  {
+    std::unique_ptr<QueuePair> qp = MakeQp(a_);
+    QpInitStateAttr init;
+    init.pkey_index = 4;
+    EXPECT_FALSE(qp->ToInit(init).ok()) << "an index past the table";
+  }
+  uint32_t v = 1;
+  Sge s{reinterpret_cast<uint64_t>(&v), 4, 0};
+  SendWr w;
+  w.flags = kSendInline | kSendSignaled;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  uint32_t b_buf = 0;
+  auto mr = *b_.pd->RegisterMemory(&b_buf, sizeof(b_buf), kAccessLocalWrite);
+  Sge r{reinterpret_cast<uint64_t>(&b_buf), sizeof(b_buf), mr->lkey()};
+  // A send from index `ia` to index `ib`: its completion status.
+  auto send = [&](uint16_t ia, uint16_t ib) {
+    qa_ = MakeQp(a_);
+    qb_ = MakeQp(b_);
+    ConnectOptions ca, cb;
+    ca.retry_cnt = cb.retry_cnt = 2;
+    ca.timeout = cb.timeout = 1;  // 8 us
+    ca.pkey_index = ia;
+    cb.pkey_index = ib;
+    EXPECT_TRUE(Connect(*qa_, AddressOf(b_, *qb_, 0), 0, ca).ok());
+    EXPECT_TRUE(Connect(*qb_, AddressOf(a_, *qa_, 0), 0, cb).ok());
+    EXPECT_TRUE(qb_->PostRecv(RecvWr{1, &r, 1}).ok());
+    EXPECT_TRUE(qa_->PostSend(w).ok());
+    std::vector<Completion> c = PollN(*a_.cq, 1);
+    (void)PollN(*b_.cq, c.size() == 1 && c[0].status == WcStatus::kSuccess);
+    qa_.reset();
+    qb_.reset();
+    return c.size() == 1 ? c[0].status : WcStatus::kGeneralError;
+  };
+  // One partition, both full members or one limited: delivered.
+  EXPECT_EQ(send(1, 1), WcStatus::kSuccess);
+  EXPECT_EQ(send(1, 2), WcStatus::kSuccess);
+  EXPECT_EQ(a_.ctx->Counters()->pkey_drops, 0u);
+  // Two partitions, or two limited members: dropped until the retries
+  // run out.
+  EXPECT_EQ(send(1, 3), WcStatus::kRetryExceeded);
+  const uint64_t drops = a_.ctx->Counters()->pkey_drops;
+  EXPECT_GT(drops, 0u);
+  EXPECT_EQ(send(2, 2), WcStatus::kRetryExceeded);
+  EXPECT_GT(a_.ctx->Counters()->pkey_drops, drops);
+
+  // (Whatever the receives left behind, flushed or not.)
+  for (Completion c; *b_.cq->Poll(std::span<Completion>(&c, 1)) != 0;) {
+  }
+
+  // UD: another partition's datagram is discarded, the sender none the
+  // wiser; the receive stays posted for one from the right partition.
+  std::unique_ptr<QueuePair> ua = MakeQp(a_, QpType::kUd);
+  std::unique_ptr<QueuePair> ua2 = MakeQp(a_, QpType::kUd);
+  std::unique_ptr<QueuePair> ub = MakeQp(b_, QpType::kUd);
+  for (auto [qp, index] : {std::pair{ua.get(), 3}, std::pair{ua2.get(), 1},
+                           std::pair{ub.get(), 1}}) {
+    QpInitStateAttr init;
+    init.qkey = 0x11;
+    init.pkey_index = static_cast<uint16_t>(index);
+    ASSERT_TRUE(qp->ToInit(init).ok());
+    ASSERT_TRUE(qp->ToRtr(QpRtrAttr()).ok());
+    ASSERT_TRUE(qp->ToRts(QpRtsAttr()).ok());
+  }
+  char buf[kUdGrhBytes + 16] = {};
+  auto ud_mr = *b_.pd->RegisterMemory(buf, sizeof(buf), kAccessLocalWrite);
+  Sge ur{reinterpret_cast<uint64_t>(buf), sizeof(buf), ud_mr->lkey()};
+  ASSERT_TRUE(ub->PostRecv(RecvWr{2, &ur, 1}).ok());
+  AhAttr ah_attr;
+  ah_attr.dlid = b_.lid;
+  auto ah = *a_.pd->CreateAddressHandle(ah_attr);
+  w.ah = ah.get();
+  w.remote_qpn = ub->qp_num();
+  w.remote_qkey = 0x11;
+  const uint64_t before = a_.ctx->Counters()->pkey_drops;
+  ASSERT_TRUE(ua->PostSend(w).ok());
+  ASSERT_EQ(PollN(*a_.cq, 1).at(0).status, WcStatus::kSuccess);
+  EXPECT_EQ(a_.ctx->Counters()->pkey_drops, before + 1);
+  EXPECT_TRUE(NoCompletion(*b_.cq));
+  ASSERT_TRUE(ua2->PostSend(w).ok());
+  ASSERT_EQ(PollN(*a_.cq, 1).at(0).status, WcStatus::kSuccess);
+  EXPECT_EQ(PollN(*b_.cq, 1).size(), 1u);
+  ua.reset();
+  ua2.reset();
+  ub.reset();
+  ah.reset();
+  ud_mr.reset();
+  mr.reset();
 }
 
 TEST_F(SoftDeviceTest, RegistrationChecksItsFlags) {

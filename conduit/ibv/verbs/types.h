@@ -77,8 +77,16 @@ struct PortAttr {
   uint16_t sm_lid = 0;
   uint8_t lmc = 0;
   LinkLayer link_layer = LinkLayer::kUnspecified;
-  Gid gid;  // GID index 0
+  Gid gid;                      // GID index 0
+  uint16_t pkey_table_len = 0;  // entries of the P_Key table (QueryPkey)
 };
+
+// Two P_Keys let their QPs talk when their 15-bit keys are equal and at
+// least one of them has the full-membership bit (0x8000), as in IB.
+inline constexpr uint16_t kPkeyFullMember = 0x8000;
+inline constexpr bool PkeysMatch(uint16_t a, uint16_t b) {
+  return ((a ^ b) & 0x7fff) == 0 && ((a | b) & kPkeyFullMember) != 0;
+}
 
 // ---- memory registration -------------------------------------------------
 
@@ -296,6 +304,7 @@ struct DeviceCounters {
   uint64_t rnr_naks = 0;           // sends that met no posted receive
   uint64_t transport_retries = 0;  // sends to a peer QP not ready or gone
   uint64_t ud_drops = 0;           // datagrams dropped (no receive, Q_Key)
+  uint64_t pkey_drops = 0;         // packets dropped between unmatched P_Keys
   uint64_t cq_overflows = 0;
   uint64_t remote_access_errors = 0;
 };

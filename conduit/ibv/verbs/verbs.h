@@ -203,6 +203,10 @@ class Context {
   virtual absl::StatusOr<DeviceAttr> QueryDevice() = 0;
   // Ports are numbered from 1.
   virtual absl::StatusOr<PortAttr> QueryPort(uint8_t port) = 0;
+  // Entry `index` (< PortAttr::pkey_table_len) of the port's P_Key table,
+  // membership bit included; the index is what QpInitStateAttr::pkey_index
+  // names.
+  virtual absl::StatusOr<uint16_t> QueryPkey(uint8_t port, uint16_t index) = 0;
 
   virtual absl::StatusOr<std::unique_ptr<ProtectionDomain>> AllocPd() = 0;
   // A CQ holding at least `depth` completions.
