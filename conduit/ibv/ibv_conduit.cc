@@ -444,6 +444,15 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
         absl::StrFormat("%s (rank %u, %s)", chosen.status().message(), rank_,
                         selection_.reason));
   }
+  // GASNET_IBV_PORTS_VERBOSE: the probe is the same for every rank of a
+  // host, so the first one reports it.
+  if (map.my_host_members().front() == rank_) {
+    for (const std::string& line :
+         DescribeProbe(listing, *chosen, settings_.ports,
+                       settings_.ports_variable, settings_.ports_verbose)) {
+      std::fprintf(stderr, "ibv: rank %u: %s\n", rank_, line.c_str());
+    }
+  }
   std::vector<PortInfo> used;
   for (const PortInfo& p : *chosen) {
     size_t at = 0;

@@ -94,6 +94,44 @@ absl::StatusOr<std::vector<PortInfo>> ChoosePorts(
   return chosen;
 }
 
+std::vector<std::string> DescribeProbe(const std::vector<PortInfo>& listing,
+                                       const std::vector<PortInfo>& chosen,
+                                       const std::vector<env::PortSpec>& filter,
+                                       const std::string& variable,
+                                       uint32_t verbose) {
+  std::vector<std::string> lines;
+  if (verbose == 0) return lines;
+  for (const PortInfo& p : listing) {
+    const std::string name = absl::StrFormat("%s:%d", p.device, p.port);
+    const bool used =
+        std::any_of(chosen.begin(), chosen.end(), [&](const PortInfo& c) {
+          return c.device == p.device && c.port == p.port;
+        });
+    // Whether the filter lets this port be considered at all.
+    bool admitted = filter.empty();
+    for (const env::PortSpec& spec : filter) {
+      admitted |=
+          spec.hca == p.device &&
+          (spec.ports.empty() || std::find(spec.ports.begin(), spec.ports.end(),
+                                           p.port) != spec.ports.end());
+    }
+    if (used) {
+      if (verbose >= 2) lines.push_back(absl::StrCat(name, ": used"));
+    } else if (!admitted) {
+      if (verbose >= 2) {
+        lines.push_back(absl::StrCat(name, ": not named by ", variable));
+      }
+    } else if (!Active(p)) {
+      lines.push_back(absl::StrFormat("%s is %s: not used", name,
+                                      verbs::ToString(p.attr.state)));
+    } else if (verbose >= 2) {
+      lines.push_back(absl::StrCat(
+          name, ": not used (only the first active port of a device is)"));
+    }
+  }
+  return lines;
+}
+
 absl::StatusOr<uint16_t> FindPkeyIndex(
     uint16_t key, uint16_t table_len,
     absl::FunctionRef<absl::StatusOr<uint16_t>(uint16_t index)> entry,

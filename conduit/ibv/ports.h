@@ -39,6 +39,17 @@ absl::StatusOr<std::vector<PortInfo>> ChoosePorts(
     const std::vector<PortInfo>& listing,
     const std::vector<env::PortSpec>& filter, const std::string& variable);
 
+// What GASNET_IBV_PORTS_VERBOSE reports about the probe that chose
+// `chosen` from `listing` with `filter` (`variable` names it), one line
+// each: at 1 (the default), every port the filter admits but that was left
+// out because it is not active; at 2 and more, every port listed and what
+// was decided for it. Nothing at 0.
+std::vector<std::string> DescribeProbe(const std::vector<PortInfo>& listing,
+                                       const std::vector<PortInfo>& chosen,
+                                       const std::vector<env::PortSpec>& filter,
+                                       const std::string& variable,
+                                       uint32_t verbose);
+
 // Where GASNET_IBV_PKEY's `key` (15 bits, 2..0x7fff) is in a port's P_Key
 // table of `table_len` entries, read through `entry(index)`: a full-member
 // entry (0x8000 set) if the table has one, else a limited one. NotFound

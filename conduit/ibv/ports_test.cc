@@ -11,6 +11,7 @@ namespace gexrt::ibv {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 PortInfo Port(std::string device, uint8_t port, bool active) {
   PortInfo p;
@@ -78,6 +79,44 @@ TEST(ChoosePortsTest, NoActivePortAnywhere) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(ChoosePorts({}, {}, "V").ok());
+}
+
+std::vector<std::string> Probe(const std::vector<env::PortSpec>& filter,
+                               uint32_t verbose) {
+  absl::StatusOr<std::vector<PortInfo>> chosen =
+      ChoosePorts(kListing, filter, "GASNET_IBV_PORTS");
+  EXPECT_TRUE(chosen.ok()) << chosen.status();
+  return DescribeProbe(kListing, *chosen, filter, "GASNET_IBV_PORTS", verbose);
+}
+
+TEST(DescribeProbeTest, ByDefaultOnlyPortsLeftOutForNotBeingActive) {
+  // No filter: both inactive ports are reported; mlx5_1:2, active but
+  // second on its device, is not a problem.
+  EXPECT_THAT(Probe({}, 1),
+              ::testing::ElementsAre("mlx5_0:1 is DOWN: not used",
+                                     "mlx5_2:1 is DOWN: not used"));
+  // A filter naming mlx5_1 alone: the others are its choice, not a problem.
+  EXPECT_THAT(Probe({{"mlx5_1", {}}}, 1), IsEmpty());
+  // Naming mlx5_0: its inactive first port was passed over.
+  EXPECT_THAT(Probe({{"mlx5_0", {}}}, 1),
+              ::testing::ElementsAre("mlx5_0:1 is DOWN: not used"));
+  EXPECT_THAT(Probe({}, 0), IsEmpty());
+}
+
+TEST(DescribeProbeTest, AtTwoEveryPortAndWhy) {
+  EXPECT_THAT(Probe({{"mlx5_1", {2}}}, 2),
+              ::testing::ElementsAre(
+                  "mlx5_0:1: not named by GASNET_IBV_PORTS",
+                  "mlx5_0:2: not named by GASNET_IBV_PORTS",
+                  "mlx5_1:1: not named by GASNET_IBV_PORTS", "mlx5_1:2: used",
+                  "mlx5_2:1: not named by GASNET_IBV_PORTS"));
+  EXPECT_THAT(
+      Probe({}, 2),
+      ::testing::ElementsAre(
+          "mlx5_0:1 is DOWN: not used", "mlx5_0:2: used", "mlx5_1:1: used",
+          "mlx5_1:2: not used (only the first active port of a "
+          "device is)",
+          "mlx5_2:1 is DOWN: not used"));
 }
 
 // A P_Key table as FindPkeyIndex reads it; counts the reads.

@@ -530,6 +530,25 @@ TEST(IbvPartitionTest, EveryQpUsesTheChosenPartition) {
   }
 }
 
+// 5c. GASNET_IBV_PORTS_VERBOSE=2 reports every port probed and why it was
+// or was not used, once per host (the first rank there); by default, on
+// ports that are all active, nothing.
+TEST(IbvPortsVerboseTest, TheProbeIsReportedOncePerHost) {
+  JobResult r =
+      RunIbvJob(2, {"hello"},
+                {"GASNET_IBV_SOFTWARE_DEVICES=2", "GASNET_IBV_PORTS=gexsoft1",
+                 "GASNET_IBV_PORTS_VERBOSE=2"});
+  ExpectOk(r, 2, "hello");
+  EXPECT_THAT(r.err, HasSubstr("ibv: rank 0: gexsoft0:1: not named by "
+                               "GASNET_IBV_PORTS\nibv: rank 0: gexsoft1:1: "
+                               "used\n"))
+      << Describe(r);
+  EXPECT_EQ(Occurrences(r.err, ": used\n"), 1) << Describe(r);
+  r = RunIbvJob(2, {"hello"}, {"GASNET_IBV_SOFTWARE_DEVICES=2"});
+  ExpectOk(r, 2, "hello");
+  EXPECT_THAT(r.err, Not(HasSubstr("gexsoft"))) << Describe(r);
+}
+
 // 6. Bad settings: a fatal message naming them, nonzero exit, nothing left.
 struct BadSetting {
   const char* name;
