@@ -213,6 +213,16 @@ class SoftDeviceTest : public ::testing::Test {
   std::unique_ptr<QueuePair> qa_, qb_;
 };
 
+// A signaled inline send of `sge` (its lkey unused).
+SendWr InlineSend(const Sge* sge, uint64_t id = 0) {
+  SendWr w;
+  w.wr_id = id;
+  w.flags = kSendInline | kSendSignaled;
+  w.sg_list = sge;
+  w.num_sge = 1;
+  return w;
+}
+
 SendWr Write(uint64_t id, const Sge* sge, uint64_t raddr, uint32_t rkey) {
   SendWr w;
   w.wr_id = id;
@@ -620,10 +630,7 @@ TEST_F(SoftDeviceTest, InlineLimitIsEnforced) {
   Sge r{reinterpret_cast<uint64_t>(dst), 128, dmr->lkey()};
   ASSERT_TRUE(qb_->PostRecv(RecvWr{1, &r, 1}).ok());
   Sge s{reinterpret_cast<uint64_t>(payload), 65, 0};  // no lkey: inline
-  SendWr w;
-  w.flags = kSendInline | kSendSignaled;
-  w.sg_list = &s;
-  w.num_sge = 1;
+  SendWr w = InlineSend(&s);
   EXPECT_EQ(qa_->PostSend(w).code(), absl::StatusCode::kInvalidArgument);
   s.length = 64;
   ASSERT_TRUE(qa_->PostSend(w).ok());
@@ -656,11 +663,7 @@ TEST_F(SoftDeviceTest, UdSendRecvWithAddressHandles) {
   char buf[kUdGrhBytes + 64] = {};
   auto mr = *b_.pd->RegisterMemory(buf, sizeof(buf), kAccessLocalWrite);
   Sge s{reinterpret_cast<uint64_t>(msg), sizeof(msg), 0};
-  SendWr w;
-  w.wr_id = 3;
-  w.flags = kSendInline | kSendSignaled;
-  w.sg_list = &s;
-  w.num_sge = 1;
+  SendWr w = InlineSend(&s, 3);
   w.ah = ah.get();
   w.remote_qpn = qb_->qp_num();
   w.remote_qkey = 0x1234;
@@ -764,10 +767,7 @@ TEST_F(SoftDeviceTest, PeerNotReadyOrWrongPsnIsATransportRetryError) {
   // qb stays in RESET: nothing answers.
   uint32_t v = 1;
   Sge s{reinterpret_cast<uint64_t>(&v), 4, 0};
-  SendWr w;
-  w.flags = kSendInline | kSendSignaled;
-  w.sg_list = &s;
-  w.num_sge = 1;
+  SendWr w = InlineSend(&s);
   ASSERT_TRUE(qa_->PostSend(w).ok());
   auto c = PollN(*a_.cq, 1);
   ASSERT_EQ(c.size(), 1u);
@@ -805,10 +805,7 @@ TEST_F(SoftDeviceTest, PkeysPartitionTheFabric) {
   }
   uint32_t v = 1;
   Sge s{reinterpret_cast<uint64_t>(&v), 4, 0};
-  SendWr w;
-  w.flags = kSendInline | kSendSignaled;
-  w.sg_list = &s;
-  w.num_sge = 1;
+  SendWr w = InlineSend(&s);
   uint32_t b_buf = 0;
   auto mr = *b_.pd->RegisterMemory(&b_buf, sizeof(b_buf), kAccessLocalWrite);
   Sge r{reinterpret_cast<uint64_t>(&b_buf), sizeof(b_buf), mr->lkey()};
@@ -1116,11 +1113,7 @@ TEST_F(SoftDeviceTest, ProcessesSendAndReceive) {
     CHILD_CHECK(Connect(*qp, box->parent_addr[0], 0).ok());
     for (uint32_t k = 0; k < 100; ++k) {
       Sge s{reinterpret_cast<uint64_t>(&k), 4, 0};
-      SendWr w;
-      w.wr_id = k;
-      w.flags = kSendInline | kSendSignaled;
-      w.sg_list = &s;
-      w.num_sge = 1;
+      SendWr w = InlineSend(&s, k);
       CHILD_CHECK(qp->PostSend(w).ok());
       auto c = PollN(*n.cq, 1);
       CHILD_CHECK(c.size() == 1 && c[0].status == WcStatus::kSuccess &&
@@ -1241,11 +1234,7 @@ TEST_F(SoftDeviceTest, ThreadsSendConcurrentlyIntoOneSrqAndCq) {
       for (uint32_t k = 0; k < kMessages; ++k) {
         uint64_t v = (uint64_t(i) << 32) | k;
         Sge s{reinterpret_cast<uint64_t>(&v), 8, 0};
-        SendWr w;
-        w.wr_id = k;
-        w.flags = kSendInline | kSendSignaled;
-        w.sg_list = &s;
-        w.num_sge = 1;
+        SendWr w = InlineSend(&s, k);
         if (!senders[i]->PostSend(w).ok()) ++failures;
         auto c = PollN(*send_cqs[i], 1);
         if (c.size() != 1 || c[0].status != WcStatus::kSuccess ||
