@@ -64,6 +64,8 @@ constexpr absl::Duration kDrainFor = absl::Milliseconds(500);
 // Whether this thread is the receive thread (GASNET_RCV_THREAD): with
 // GASNET_RCV_THREAD_POLL_MODE=exclusive it alone polls for AMs.
 thread_local bool t_receive_thread = false;
+// Whether this thread is a send thread (GASNET_SND_THREAD).
+thread_local bool t_send_thread = false;
 
 // Receive work requests carry the buffer's index; send ones the Op's.
 constexpr uint32_t kNoBuffer = ~uint32_t{0};
@@ -840,12 +842,24 @@ void IbvConduit::StartThreads() {
     for (auto& rail : rails_) {
       threads_.push_back(std::make_unique<ProgressThread>(
           rail->send_cq.get(), settings_.snd_thread, settings_.thread_stack,
-          settings_.thread_stack_pad, [this] { return PollSendCqs(); }));
+          settings_.thread_stack_pad, [this] {
+            t_send_thread = true;
+            return PollSendCqs();
+          }));
     }
+    // Before the threads run, the client's waits (connection set-up)
+    // reap their own completions.
+    exclusive_send_thread_.store(
+        settings_.snd_thread.poll_mode == PollMode::kExclusive,
+        std::memory_order_relaxed);
+    send_threads_running_.store(true, std::memory_order_relaxed);
   }
 }
 
 void IbvConduit::StopThreads() {
+  // Nobody else reaps sends from here on (Fini drains them itself).
+  exclusive_send_thread_.store(false, std::memory_order_relaxed);
+  send_threads_running_.store(false, std::memory_order_relaxed);
   for (auto& t : threads_) t->Stop();
   threads_.clear();
 }
@@ -935,6 +949,8 @@ IbvStats IbvConduit::stats() const {
   s.dynamic_connections = counters_.dynamic_connections.load();
   s.gathered_sends = counters_.gathered_sends.load();
   s.fenced_puts = counters_.fenced_puts.load();
+  s.send_completions_by_client = counters_.send_completions_by_client.load();
+  s.send_completions_by_thread = counters_.send_completions_by_thread.load();
   for (const auto& cache : firehose_) {
     const firehose::LocalCache::Stats f = cache->stats();
     s.firehose_hits += f.hits;
@@ -960,7 +976,7 @@ void IbvConduit::PrintStats() const {
       "puts %llu gets %llu bounced_puts %llu firehose_hits %llu "
       "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
       "transport_retries %llu dynamic_connections %llu gathered %llu "
-      "fenced_puts %llu srq %d "
+      "fenced_puts %llu send_cqes_client %llu send_cqes_thread %llu srq %d "
       "rails %zu "
       "device %s\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
@@ -981,8 +997,10 @@ void IbvConduit::PrintStats() const {
       static_cast<unsigned long long>(s.transport_retries),
       static_cast<unsigned long long>(s.dynamic_connections),
       static_cast<unsigned long long>(s.gathered_sends),
-      static_cast<unsigned long long>(s.fenced_puts), use_srq_ ? 1 : 0,
-      rails_.size(), software_ ? "software" : "hca");
+      static_cast<unsigned long long>(s.fenced_puts),
+      static_cast<unsigned long long>(s.send_completions_by_client),
+      static_cast<unsigned long long>(s.send_completions_by_thread),
+      use_srq_ ? 1 : 0, rails_.size(), software_ ? "software" : "hca");
   std::fflush(stdout);
 }
 
@@ -1089,6 +1107,13 @@ void IbvConduit::PostSend(Qp& qp, Op* op, verbs::SendWr& wr) {
 }
 
 int IbvConduit::PollSendCqs() {
+  // GASNET_SND_THREAD_POLL_MODE=exclusive: the client's polls and waits
+  // leave the send queues to the send threads (a wait for a send's
+  // completion then waits for a thread to reap it).
+  if (exclusive_send_thread_.load(std::memory_order_relaxed) &&
+      !t_send_thread) {
+    return 0;
+  }
   int n = 0;
   verbs::Completion wc[kPollBatch];
   std::lock_guard<MaybeMutex> lock(lock_);
@@ -1129,6 +1154,11 @@ int IbvConduit::PollSendCqs() {
       if (rc != nullptr) rc->Complete();
       ++n;
     }
+  }
+  if (n != 0 && send_threads_running_.load(std::memory_order_relaxed)) {
+    (t_send_thread ? counters_.send_completions_by_thread
+                   : counters_.send_completions_by_client)
+        .fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   }
   return n;
 }

@@ -98,6 +98,10 @@ struct IbvStats {
   // The software device's counters for this rank's contexts (0 on an HCA).
   uint64_t rnr_naks = 0;
   uint64_t transport_retries = 0;
+  // Send completions reaped, while send threads (GASNET_SND_THREAD) ran,
+  // by the client's own threads and by the send threads.
+  uint64_t send_completions_by_client = 0;
+  uint64_t send_completions_by_thread = 0;
 };
 
 class IbvConduit final : public core::Conduit {
@@ -335,6 +339,10 @@ class IbvConduit final : public core::Conduit {
   std::vector<std::unique_ptr<firehose::LocalCache>> firehose_;
   std::vector<std::unique_ptr<ProgressThread>> threads_;
   bool exclusive_receive_thread_ = false;  // GASNET_RCV_THREAD_POLL_MODE
+  // GASNET_SND_THREAD_POLL_MODE=exclusive, from when the send threads start
+  // until they stop: only they read the send completion queues.
+  std::atomic<bool> exclusive_send_thread_{false};
+  std::atomic<bool> send_threads_running_{false};
   std::once_flag threads_once_;
   std::atomic<bool> threads_started_{false};
 
@@ -345,7 +353,8 @@ class IbvConduit final : public core::Conduit {
         credit_messages_sent{0}, credit_waits{0}, inline_sends{0}, copy_outs{0},
         reply_buffers{0}, puts{0}, gets{0}, bounced_puts{0},
         piggybacked_credits{0}, dynamic_connections{0}, gathered_sends{0},
-        fenced_puts{0};
+        fenced_puts{0}, send_completions_by_client{0},
+        send_completions_by_thread{0};
   };
   Counters counters_;
 };

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -623,6 +624,36 @@ INSTANTIATE_TEST_SUITE_P(
                           "GASNET_RCV_THREAD_LOAD=0.5",
                           "GASNET_THREAD_STACK_MIN=4M", "GASNET_SND_THREAD=1",
                           "GASNET_RCV_THREAD_RATE=100000"}));
+
+// PAR with send threads (and the receive thread the computing rank needs,
+// as above): with GASNET_SND_THREAD_POLL_MODE=exclusive only they reap
+// send completions (the client's own polls and waits leave them), and the
+// job still completes; by default both may.
+TEST(IbvSendThreadTest, ExclusiveModeLeavesSendCompletionsToTheThreads) {
+  constexpr long long kRequests = 500;
+  for (const char* mode : {"exclusive", "serialized"}) {
+    const JobResult r =
+        RunIbvJob(2, {"thread", std::to_string(kRequests)},
+                  {"GASNET_RCV_THREAD=1", "GASNET_SND_THREAD=1",
+                   absl::StrCat("GASNET_SND_THREAD_POLL_MODE=", mode)},
+                  /*par=*/true, absl::Seconds(50));
+    ExpectOk(r, 2, "thread");
+    EXPECT_EQ(Field(RankLine(r, 0, "thread ok"), "acks"), kRequests)
+        << Describe(r);
+    const std::string stats = StatsLine(r, 0);
+    // Rank 0 sent every Request while the threads ran: their completions
+    // were reaped.
+    EXPECT_GE(Stat(stats, "send_cqes_client") + Stat(stats, "send_cqes_thread"),
+              kRequests)
+        << mode << ": " << stats;
+    if (std::string(mode) == "exclusive") {
+      for (int rank = 0; rank < 2; ++rank) {
+        EXPECT_EQ(Stat(StatsLine(r, rank), "send_cqes_client"), 0)
+            << StatsLine(r, rank);
+      }
+    }
+  }
+}
 
 // One rank leaves with gasnet_exit(3) while the other, with a receive
 // thread, waits in a barrier: the job exits 3, no rank dies of a signal,
