@@ -455,7 +455,6 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
       std::fprintf(stderr, "ibv: rank %u: %s\n", rank_, line.c_str());
     }
   }
-  std::vector<PortInfo> used;
   for (const PortInfo& p : *chosen) {
     size_t at = 0;
     while (listing[at].device != p.device || listing[at].port != p.port) ++at;
@@ -479,13 +478,14 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
       return absl::Status(s.code(), absl::StrFormat("ibv conduit: rank %u: %s",
                                                     rank_, s.message()));
     }
-    used.push_back(rail->port);
     uint32_t mtu = p.attr.active_mtu;
     if (settings_.max_mtu != 0) mtu = std::min(mtu, settings_.max_mtu);
     rail->path_mtu = mtu;
     rails_.push_back(std::move(rail));
   }
   if (settings_.list_ports) {
+    std::vector<PortInfo> used;
+    for (const auto& rail : rails_) used.push_back(rail->port);
     std::printf("ibv: rank %u: %s\nibv: rank %u: using:\n%s", rank_,
                 selection_.reason.c_str(), rank_, DescribePorts(used).c_str());
     std::fflush(stdout);
@@ -847,18 +847,11 @@ void IbvConduit::StartThreads() {
             return PollSendCqs();
           }));
     }
-    // Before the threads run, the client's waits (connection set-up)
-    // reap their own completions.
-    exclusive_send_thread_.store(
-        settings_.snd_thread.poll_mode == PollMode::kExclusive,
-        std::memory_order_relaxed);
     send_threads_running_.store(true, std::memory_order_relaxed);
   }
 }
 
 void IbvConduit::StopThreads() {
-  // Nobody else reaps sends from here on (Fini drains them itself).
-  exclusive_send_thread_.store(false, std::memory_order_relaxed);
   send_threads_running_.store(false, std::memory_order_relaxed);
   for (auto& t : threads_) t->Stop();
   threads_.clear();
@@ -1110,8 +1103,10 @@ int IbvConduit::PollSendCqs() {
   // GASNET_SND_THREAD_POLL_MODE=exclusive: the client's polls and waits
   // leave the send queues to the send threads (a wait for a send's
   // completion then waits for a thread to reap it).
-  if (exclusive_send_thread_.load(std::memory_order_relaxed) &&
-      !t_send_thread) {
+  const bool threads_running =
+      send_threads_running_.load(std::memory_order_relaxed);
+  if (threads_running && !t_send_thread &&
+      settings_.snd_thread.poll_mode == PollMode::kExclusive) {
     return 0;
   }
   int n = 0;
@@ -1155,7 +1150,7 @@ int IbvConduit::PollSendCqs() {
       ++n;
     }
   }
-  if (n != 0 && send_threads_running_.load(std::memory_order_relaxed)) {
+  if (n != 0 && threads_running) {
     (t_send_thread ? counters_.send_completions_by_thread
                    : counters_.send_completions_by_client)
         .fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);

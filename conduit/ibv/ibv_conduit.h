@@ -339,9 +339,9 @@ class IbvConduit final : public core::Conduit {
   std::vector<std::unique_ptr<firehose::LocalCache>> firehose_;
   std::vector<std::unique_ptr<ProgressThread>> threads_;
   bool exclusive_receive_thread_ = false;  // GASNET_RCV_THREAD_POLL_MODE
-  // GASNET_SND_THREAD_POLL_MODE=exclusive, from when the send threads start
-  // until they stop: only they read the send completion queues.
-  std::atomic<bool> exclusive_send_thread_{false};
+  // From when the send threads start until they stop (with
+  // GASNET_SND_THREAD_POLL_MODE=exclusive only they reap send completions
+  // then; before, connection set-up reaps its own, and Fini drains after).
   std::atomic<bool> send_threads_running_{false};
   std::once_flag threads_once_;
   std::atomic<bool> threads_started_{false};

@@ -587,6 +587,8 @@ class SoftContext final : public Context {
   absl::StatusOr<DeviceAttr> QueryDevice() override;
   absl::StatusOr<PortAttr> QueryPort(uint8_t port) override;
   absl::StatusOr<uint16_t> QueryPkey(uint8_t port, uint16_t index) override;
+  // InvalidArgument unless `port` is 1, the device's one port.
+  absl::Status CheckPort(uint8_t port) const;
   absl::StatusOr<std::unique_ptr<ProtectionDomain>> AllocPd() override {
     std::lock_guard<std::mutex> g(mu_);
     return std::unique_ptr<ProtectionDomain>(new SoftPd(this, ++next_pd_));
@@ -1611,11 +1613,14 @@ absl::StatusOr<DeviceAttr> SoftContext::QueryDevice() {
   return a;
 }
 
+absl::Status SoftContext::CheckPort(uint8_t port) const {
+  if (port == 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(kSoftDeviceName, " has port 1 only, not ", port));
+}
+
 absl::StatusOr<PortAttr> SoftContext::QueryPort(uint8_t port) {
-  if (port != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kSoftDeviceName, " has port 1 only, not ", port));
-  }
+  if (absl::Status s = CheckPort(port); !s.ok()) return s;
   PortAttr a;
   a.state = PortState::kActive;
   a.max_mtu = 4096;
@@ -1636,10 +1641,7 @@ absl::StatusOr<PortAttr> SoftContext::QueryPort(uint8_t port) {
 }
 
 absl::StatusOr<uint16_t> SoftContext::QueryPkey(uint8_t port, uint16_t index) {
-  if (port != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kSoftDeviceName, " has port 1 only, not ", port));
-  }
+  if (absl::Status s = CheckPort(port); !s.ok()) return s;
   if (index >= options_.pkeys.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name_, " port 1: P_Key index ", index, " (its table has ",
