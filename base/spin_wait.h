@@ -44,6 +44,12 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchForWrite(const void* p) {
 #endif
 }
 
+// Asks for the cache line at `p` to be read into this CPU's cache now,
+// ahead of a load that will need it. Only a hint; never faults.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchForRead(const void* p) {
+  __builtin_prefetch(p, /*rw=*/0, /*locality=*/3);
+}
+
 // Gives the CPU up (sched_yield()). Out of line: a system call anyway.
 void YieldCpu();
 

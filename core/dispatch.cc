@@ -22,6 +22,26 @@ namespace {
               SendCallName(category, is_request), source, rt.rank, why);
 }
 
+// The two ways a message can fail to match its handler. Out of line, with
+// their strings: a std::string in Deliver's own frame would put a stack
+// protector and a bigger frame on every message's path.
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void Unregistered(const Runtime& rt,
+                                                       Rank source,
+                                                       am::Category category,
+                                                       bool is_request,
+                                                       uint8_t handler) {
+  BadMessage(rt, source, category, is_request,
+             absl::StrFormat("handler index %u is not registered there "
+                             "(gex_EP_RegisterHandlers)",
+                             handler));
+}
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void Mismatched(
+    const Runtime& rt, Rank source, am::Category category, bool is_request,
+    const am::Entry& entry, uint8_t nargs) {
+  BadMessage(rt, source, category, is_request,
+             am::HandlerTable::Mismatch(entry, category, is_request, nargs));
+}
+
 // Runs one message's handler: the one place a handler is called.
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void Deliver(
     Runtime& rt, Rank source, am::Category category, bool is_request,
@@ -34,18 +54,14 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void Deliver(
   }
   const am::Entry* entry = rt.handlers.Find(handler);
   if (ABSL_PREDICT_FALSE(entry == nullptr)) {
-    BadMessage(rt, source, category, is_request,
-               absl::StrFormat("handler index %u is not registered there "
-                               "(gex_EP_RegisterHandlers)",
-                               handler));
+    Unregistered(rt, source, category, is_request, handler);
   }
   const uint32_t need = am::CategoryFlag(category) |
                         (is_request ? am::kFlagRequest : am::kFlagReply);
   if (ABSL_PREDICT_FALSE(
           (entry->flags & need) != need ||
           (entry->nargs != nargs && entry->nargs != am::kAnyArgs))) {
-    BadMessage(rt, source, category, is_request,
-               am::HandlerTable::Mismatch(*entry, category, is_request, nargs));
+    Mismatched(rt, source, category, is_request, *entry, nargs);
   }
   am::Token token;
   token.source = source;

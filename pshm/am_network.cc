@@ -24,17 +24,39 @@ const RegionHeader& HeaderOf(void* region) {
 
 uint32_t MaskFor(uint32_t depth) { return layout::RingSlots(depth) - 1; }
 
+// How far past a request found in the ring the receiver asks for the slot
+// ahead of reading it (see PollRequests): each request found asks for one,
+// so a run of them has every slot asked for this far ahead.
+constexpr uint32_t kReadAhead = 2;
+
+// Rounds of a wait for a slot in one peer's queue per look for replies in
+// its slots (see ReserveRequest).
+constexpr uint32_t kLookForRepliesEvery = 8;
+
 // QueueControl::finished as a single-threaded receiver stores it: its
-// count of finished requests, shifted left, with the low bit set. A
-// thread-safe receiver never stores one (it marks slots kDone instead), so
-// the 0 it was formatted with means "no count here", at every position.
-uint32_t EncodeFinished(uint32_t count) { return count << 1 | 1; }
+// count of finished requests, shifted left, with the low bit set, and
+// above it the end of the positions it has replied to. A thread-safe
+// receiver never stores one (it marks slots kDone instead), so the 0 it was
+// formatted with means "no count here", at every position.
+uint64_t EncodeFinished(uint32_t count, uint32_t replied_end) {
+  return uint64_t{replied_end} << 32 | (count << 1 | 1);
+}
 
 // Whether `finished` (as encoded) says the request at `pos` is finished:
 // compared modulo 2^31, as the count has lost its top bit.
-bool FinishedBefore(uint32_t finished, uint32_t pos) {
+bool FinishedBefore(uint64_t finished, uint32_t pos) {
+  const auto count = static_cast<uint32_t>(finished);
+  return (count & 1) != 0 &&
+         static_cast<int32_t>((pos << 1) - (count & ~1u)) < 0;
+}
+
+// Whether `finished` says that the request at `pos`, if finished, had no
+// reply: it is at or after the replied-to end. (A position so old that the
+// comparison wraps reads as "may have one": its slot is then read, as it
+// always could be.)
+bool NoReplyAt(uint64_t finished, uint32_t pos) {
   return (finished & 1) != 0 &&
-         static_cast<int32_t>((pos << 1) - (finished & ~1u)) < 0;
+         static_cast<int32_t>(pos - static_cast<uint32_t>(finished >> 32)) >= 0;
 }
 
 // One request queue in a region: its control line, then its slots.
@@ -56,13 +78,23 @@ struct SlotCopy {
   unsigned char* bytes() { return reinterpret_cast<unsigned char*>(words); }
 };
 
-// Copies what Deliver reads of a slot (everything after its state word)
-// into `copy`.
+// Copies a slot into `copy` for Deliver, which reads everything after the
+// state word. The whole line, state word too: two aligned vector moves
+// where the fields alone took a dozen instructions (nobody writes the state
+// word meanwhile: the slot is this rank's until it says otherwise).
 void CopyFields(const Slot& slot, SlotCopy& copy) {
-  constexpr size_t kState = sizeof(std::atomic<uint32_t>);
-  std::memcpy(copy.bytes() + kState,
-              reinterpret_cast<const unsigned char*>(&slot) + kState,
-              sizeof(Slot) - kState);
+  std::memcpy(copy.bytes(), reinterpret_cast<const unsigned char*>(&slot),
+              sizeof(Slot));
+}
+
+// A handler returned holding a reserved reply. Out of line, with its
+// string: one in PollRequests' own frame cost every poll a stack
+// protector.
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void ReplyLeftReserved(uint32_t source) {
+  FatalError(absl::StrFormat(
+      "PSHM network: a request handler from supernode peer %u returned with "
+      "its reply reserved but neither committed nor cancelled",
+      source));
 }
 
 // Pool sizes are whole cache lines.
@@ -264,14 +296,14 @@ void AmNetwork::Cancel(Reservation& r) {
   slot->state.store(SlotState(r.kind, r.position), std::memory_order_release);
 }
 
-void AmNetwork::WaitProgress(Channel channel) {
+void AmNetwork::WaitProgress(Channel channel, const Producer* skip_replies) {
   waits_.fetch_add(1, std::memory_order_relaxed);
   // The round counts this thread as waiting (PAR), with the runtime's
   // other waiting threads.
   WaitPolicy::Round round(*wait_policy_);
   int delivered;
   if (channel == Channel::kRequest) {
-    delivered = Poll();
+    delivered = PollRequests() + PollRepliesSkipping(skip_replies);
     if (other_poll_ != nullptr) delivered += other_poll_(context_);
   } else {
     delivered = PollReplies();
@@ -354,11 +386,12 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::Deliver(
 // at the end of each pass over the queue: the sender still hears of freed
 // slots while most of the ring is left to run here. One-way floods cost
 // 3-16% less than with a store per request (same-run measurements); half a
-// ring at a time gained less and left Shorts 1-5% behind Mediums, where a
-// quarter kept them level or ahead with the CPUs at middle distance (with
-// them close, Shorts are still about 3% behind: tests/benchmarks/README.md).
+// ring at a time gained less. The store also says where this pass's replies
+// are (Consumer::replied_end), so the sender frees the other slots without
+// reading them (see RetireFinished and tests/benchmarks/README.md).
 void AmNetwork::PublishFinished(Consumer& k) {
-  k.finished->store(EncodeFinished(k.head), std::memory_order_release);
+  k.finished->store(EncodeFinished(k.head, k.replied_end),
+                    std::memory_order_release);
   k.published = k.head;
 }
 
@@ -375,8 +408,13 @@ int AmNetwork::PollRequests() {
       if (!LockPoll(Channel::kRequest)) return delivered;
       uint32_t position = k.head;
       Slot* slot = &k.slots[position & k.mask];
-      if (slot->state.load(std::memory_order_acquire) !=
+      if (slot->state.load(std::memory_order_acquire) ==
           SlotState(SlotKind::kRequest, position)) {
+        // A request in the ring (not a round trip's, in the last slot): the
+        // sender may be ahead, so start reading the next lines while this
+        // one's handler runs, instead of one cache miss after another.
+        PrefetchForRead(&k.slots[(position + kReadAhead) & k.mask]);
+      } else {
         // Or a request sent with nothing unfinished, in the last slot (see
         // SlotKind::kRequestInLastSlot).
         position += k.mask;
@@ -403,11 +441,7 @@ int AmNetwork::PollRequests() {
         ++delivered;
       }
       if (ABSL_PREDICT_FALSE(reply.state == ReplyTo::State::kReserved)) {
-        FatalError(absl::StrFormat(
-            "PSHM network: a request handler from supernode peer %u "
-            "returned with its reply reserved but neither committed nor "
-            "cancelled",
-            source));
+        ReplyLeftReserved(source);
       }
       if (thread_safe_) {
         // Handlers end out of order here: say so in the slot.
@@ -472,6 +506,17 @@ bool AmNetwork::RetireFinished(Producer& p) {
   uint32_t pos = start;
   for (; pos != tail; ++pos) {
     const std::atomic<uint32_t>& state = p.slots[pos & p.mask].state;
+    if (!thread_safe_) {
+      // The count first: a slot is read only once the peer is done with
+      // it, and only where the count leaves room for a reply (the one
+      // still in its handler is the line the peer works on).
+      if (!FinishedThere(p, pos) || (!NoReplyAt(p.known_finished, pos) &&
+                                     state.load(std::memory_order_acquire) ==
+                                         SlotState(SlotKind::kReply, pos))) {
+        break;
+      }
+      continue;
+    }
     if (state.load(std::memory_order_acquire) ==
         SlotState(SlotKind::kDone, pos)) {
       continue;
@@ -571,10 +616,17 @@ int AmNetwork::TakeLaterReplies(Producer& p, uint32_t dest) {
   return delivered;
 }
 
-int AmNetwork::PollReplies() {
+bool AmNetwork::LeavesSlotsAlone(const Producer& p, uint32_t round) const {
+  return !thread_safe_ && round % kLookForRepliesEvery != 0 &&
+         !FinishedBefore(p.known_finished,
+                         p.retired.load(std::memory_order_relaxed));
+}
+
+int AmNetwork::PollRepliesSkipping(const Producer* skip) {
   int delivered = 0;
   for (uint32_t dest = 0; dest < peers_; ++dest) {
     Producer& p = producers_[dest];
+    if (&p == skip) continue;
     // Nothing unfinished to this peer: nothing to read in its region.
     if (p.retired.load(std::memory_order_relaxed) ==
         p.tail.load(std::memory_order_relaxed)) {
@@ -584,6 +636,8 @@ int AmNetwork::PollReplies() {
   }
   return delivered;
 }
+
+int AmNetwork::PollReplies() { return PollRepliesSkipping(nullptr); }
 
 int AmNetwork::Poll() {
   const int requests = PollRequests();

@@ -211,8 +211,8 @@ class AmNetwork {
     std::atomic<uint32_t> retired{0};
     // The peer's count of finished requests (QueueControl), and what this
     // rank last read of it (under the reply poll lock).
-    const std::atomic<uint32_t>* finished = nullptr;
-    uint32_t known_finished = 0;
+    const std::atomic<uint64_t>* finished = nullptr;
+    uint64_t known_finished = 0;
     layout::Slot* slots = nullptr;
     unsigned char* reply_pool = nullptr;  // The peer's, for reply bodies.
     uint32_t source_rank = 0;             // The peer's job rank.
@@ -228,7 +228,9 @@ class AmNetwork {
     // PublishFinished.
     uint32_t published = 0;
     uint32_t publish_every = 1;
-    std::atomic<uint32_t>* finished = nullptr;  // QueueControl.
+    // SEQ: one past the latest position replied to (see QueueControl).
+    uint32_t replied_end = 0;
+    std::atomic<uint64_t>* finished = nullptr;  // QueueControl.
     uint32_t source_rank = 0;
     uint32_t depth = 0;
     uint32_t mask = 0;
@@ -282,8 +284,15 @@ class AmNetwork {
   uint32_t TryAllocChunk(Pool& pool, size_t bytes);
   void Reclaim(Pool& pool);
   void FreeChunk(Pool& pool, uint32_t chunk_offset);
-  // One round of waiting for space on `channel`.
-  void WaitProgress(Channel channel);
+  // One round of waiting for space on `channel`: polls (a request's wait
+  // everything, a reply's wait replies only), but not for replies from
+  // `skip_replies` (see ReserveRequest).
+  void WaitProgress(Channel channel, const Producer* skip_replies = nullptr);
+  // PollReplies but for `skip`'s (null: none skipped).
+  int PollRepliesSkipping(const Producer* skip);
+  // Whether round `round` (from 1) of a wait for a slot in `p`'s queue
+  // leaves its slots alone (see ReserveRequest).
+  bool LeavesSlotsAlone(const Producer& p, uint32_t round) const;
   // Stores `k`'s finished count (single-threaded mode).
   void PublishFinished(Consumer& k);
   // Runs the replies that have arrived from `dest`; retires finished slots.
@@ -429,7 +438,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::ReserveRequest(
   Producer& p = producers_[dest];
   uint32_t position;
   layout::SlotKind kind;
-  while (ABSL_PREDICT_FALSE(!TryClaimSlot(p, &position, &kind))) {
+  for (uint32_t round = 1;
+       ABSL_PREDICT_FALSE(!TryClaimSlot(p, &position, &kind)); ++round) {
     // A request finished without a reply frees its slot once this rank
     // sees it finished: look (running no handler) before waiting.
     if (RetireFinished(p) && TryClaimSlot(p, &position, &kind)) break;
@@ -437,7 +447,16 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline SendStatus AmNetwork::ReserveRequest(
       if (chunk != 0) FreeChunk(pool(Channel::kRequest), chunk);
       return SendStatus::kWouldBlock;
     }
-    WaitProgress(Channel::kRequest);
+    // Replies free slots too, but looking for them reads the peer's slots,
+    // the very lines it is working through (and, far apart, a cross-die
+    // round trip each): a flood's sender that looked at every round made
+    // its receiver wait for lines. SEQ: the count says when a finished
+    // request at the head has a reply (RetireFinished stopped there); else
+    // the slots are looked at every kLookForRepliesEvery-th round only, so
+    // that a reply the count does not show yet is still found (its peer may
+    // be waiting in a handler for room in its reply pool that this rank's
+    // unrun replies hold, and publishes no count meanwhile).
+    WaitProgress(Channel::kRequest, LeavesSlotsAlone(p, round) ? &p : nullptr);
   }
   FillReservation(category, nargs, dest, position, kind,
                   &p.slots[position & p.mask], nullptr, Channel::kRequest,
@@ -480,7 +499,16 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AmNetwork::Commit(Reservation& r,
   slot->flags = r.chunk_offset != 0 ? layout::kInChunk : 0;
   slot->payload_len = static_cast<uint32_t>(payload_len);
   slot->chunk_offset = r.chunk_offset;
-  if (r.reply_to != nullptr) r.reply_to->state = ReplyTo::State::kSent;
+  if (r.reply_to != nullptr) {
+    r.reply_to->state = ReplyTo::State::kSent;
+    // SEQ: the count says where replies are (a handler that polled may
+    // reply after later ones have: the latest position wins).
+    uint32_t& replied_end = consumers_[r.reply_to->dest].replied_end;
+    if (!thread_safe_ &&
+        static_cast<int32_t>(r.position + 1 - replied_end) > 0) {
+      replied_end = r.position + 1;
+    }
+  }
   slot->state.store(layout::SlotState(r.kind, r.position),
                     std::memory_order_release);
 }

@@ -1397,6 +1397,101 @@ TEST(AmNetworkTest, RepliesRunInRequestOrder) {
   }
 }
 
+// A single-threaded receiver's count also says where its replies are, so a
+// requester frees the slots of finished requests from there on without
+// reading them; before it, a slot is read, and one holding a reply stays
+// taken until the reply has run (only a poll runs replies).
+TEST(AmNetworkTest, ARepliedRequestKeepsItsSlotUntilItsReplyRuns) {
+  constexpr uint32_t kDepth = 8;
+  for (uint32_t replied : {0u, 3u, 7u}) {
+    SCOPED_TRACE(absl::StrFormat("reply to request %u", replied));
+    Supernode node(2, Config(kDepth));
+    Endpoint a(node, 0), b(node, 1);
+    // One round trip first, so that the requests below start in the ring
+    // (not in the reused last slot, whose skip ahead counts as finished).
+    ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
+    ASSERT_EQ(b.net().Poll(), 1);
+    b.on_request = [&](const Message& m) {
+      if (m.args[0] == replied) {
+        EXPECT_EQ(ReplyShort(b.net(), *m.reply, 2, {m.args[0]}, true),
+                  SendStatus::kOk);
+      }
+    };
+    for (uint32_t i = 0; i < kDepth; ++i) {
+      ASSERT_EQ(SendShort(a, 1, 1, {i}, true), SendStatus::kOk);
+    }
+    ASSERT_EQ(b.net().Poll(), static_cast<int>(kDepth));
+    b.on_request = nullptr;
+    // Without polling, the requester gets back the slots before the reply.
+    for (uint32_t i = 0; i < replied; ++i) {
+      ASSERT_EQ(SendShort(a, 1, 1, {100 + i}, true), SendStatus::kOk) << i;
+    }
+    EXPECT_EQ(SendShort(a, 1, 1, {199}, true), SendStatus::kWouldBlock);
+    EXPECT_TRUE(a.delivered.empty());
+    // The reply runs in a poll; then the rest come back too.
+    EXPECT_EQ(a.net().Poll(), 1);
+    EXPECT_EQ(ReplyTags(a.delivered), std::vector<uint32_t>{replied});
+    for (uint32_t i = replied; i < kDepth; ++i) {
+      ASSERT_EQ(SendShort(a, 1, 1, {100 + i}, true), SendStatus::kOk) << i;
+    }
+    EXPECT_EQ(SendShort(a, 1, 1, {199}, true), SendStatus::kWouldBlock);
+    EXPECT_EQ(b.net().Poll(), static_cast<int>(kDepth));
+    EXPECT_EQ(a.net().waits(), 0u);
+  }
+}
+
+// A requester waiting for a slot does not look for replies in its peer's
+// slots at every round (that reads the lines the peer works through), but
+// it still finds a reply that the peer's count does not show yet: here the
+// peer waits inside a handler for room in its reply pool, which the
+// requester's first, unrun reply holds, and publishes no count meanwhile.
+TEST(AmNetworkTest, ASenderWaitingForASlotRunsRepliesTheCountDoesNotShow) {
+  constexpr uint32_t kDepth = 8;         // The count goes out every 2.
+  constexpr size_t kReplyBytes = 40000;  // One fills the minimum pool.
+  Supernode node(2, MinMemory(kDepth));
+  Endpoint a(node, 0), b(node, 1);
+  // One round trip first, so that the requests below start in the ring
+  // (the reused last slot's skip ahead would count as finished at once).
+  ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
+  ASSERT_EQ(b.net().Poll(), 1);
+  std::atomic<uint32_t> handled{0};
+  std::atomic<bool> stop{false};
+  b.on_request = [&](const Message& m) {
+    if (m.args[0] < 2) {
+      EXPECT_EQ(ReplyMedium(b.net(), *m.reply, 2, {m.args[0]},
+                            MakePayload(kReplyBytes, m.args[0]), false),
+                SendStatus::kOk);
+    }
+    handled.fetch_add(1);
+  };
+  std::atomic<bool> go{false};
+  std::thread receiver([&] {
+    // The whole queue in one pass: the first reply's request is then
+    // finished but not yet counted when the second's handler waits.
+    while (!go.load()) sched_yield();
+    while (!stop.load()) {
+      if (b.net().Poll() == 0) sched_yield();
+    }
+  });
+  // Requests 0 and 1 get replies; the ninth waits for a slot, and the
+  // second reply for the first's room, until `a` runs the first.
+  for (uint32_t i = 0; i < kDepth; ++i) {
+    ASSERT_EQ(SendShort(a, 1, 1, {i}, true), SendStatus::kOk) << i;
+  }
+  go.store(true);
+  ASSERT_EQ(SendShort(a, 1, 1, {kDepth}, false), SendStatus::kOk);
+  while (handled.load() < kDepth + 1 || a.delivered.size() < 2) {
+    if (a.net().Poll() == 0) sched_yield();
+  }
+  stop.store(true);
+  receiver.join();
+  EXPECT_EQ(ReplyTags(a.delivered), (std::vector<uint32_t>{0, 1}));
+  for (const Delivery& d : a.delivered) {
+    EXPECT_TRUE(PayloadMatches(d.payload.data(), d.payload_len, d.args[0]));
+  }
+  EXPECT_GT(a.net().waits(), 0u);
+}
+
 // A request handler that polls runs later requests from the same source
 // inside it. Their replies are still run in request order (SEQ), none is
 // lost, and every slot comes back.

@@ -52,7 +52,7 @@ inline constexpr uint32_t kMaxMedium = 65536;
 namespace layout {
 
 inline constexpr uint64_t kMagic = 0x47455850534d4e31ull;  // "GEXPSMN1"
-inline constexpr uint32_t kVersion = 3;
+inline constexpr uint32_t kVersion = 4;
 
 struct alignas(kCacheLine) RegionHeader {
   uint64_t magic;
@@ -71,9 +71,17 @@ static_assert(sizeof(RegionHeader) == kCacheLine);
 // quarter of the ring of handlers and at the end of each pass over the
 // queue, instead of touching the slot; a thread-safe one, whose handlers
 // end out of order, marks each such slot kDone instead).
+//
+// With the count, in the same word, the owner says where replies can be:
+// one past the latest position it has replied to. No request from there
+// to the count has a reply, so the requester frees their slots without
+// reading them: a one-way flood's flow control then moves this line only,
+// not every slot's line once more between the owner's read and the
+// requester's next write to it.
 struct alignas(kCacheLine) QueueControl {
-  // count << 1 | 1 (the low bit: "counted"; 0 from a thread-safe owner).
-  std::atomic<uint32_t> finished;
+  // Low half: count << 1 | 1 (the low bit: "counted"; 0 from a
+  // thread-safe owner). High half: the replied-to end.
+  std::atomic<uint64_t> finished;
 };
 static_assert(sizeof(QueueControl) == kCacheLine);
 
