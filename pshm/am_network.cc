@@ -29,6 +29,9 @@ uint32_t MaskFor(uint32_t depth) { return layout::RingSlots(depth) - 1; }
 // so a run of them has every slot asked for this far ahead.
 constexpr uint32_t kReadAhead = 2;
 
+// How far the replied-to end may lag the head (see PublishFinished).
+constexpr int32_t kRepliedEndLag = 1 << 30;
+
 // Rounds of a wait for a slot in one peer's queue per look for replies in
 // its slots (see ReserveRequest).
 constexpr uint32_t kLookForRepliesEvery = 8;
@@ -390,6 +393,14 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool AmNetwork::Deliver(
 // are (Consumer::replied_end), so the sender frees the other slots without
 // reading them (see RetireFinished and tests/benchmarks/README.md).
 void AmNetwork::PublishFinished(Consumer& k) {
+  // Positions wrap and are compared as signed distances: keep the replied-to
+  // end within kRepliedEndLag of the head, or after 2^31 requests without a
+  // reply it would read as ahead of them and every slot be read again.
+  // Moving it up says nothing false: no request from it to the head had a
+  // reply.
+  if (static_cast<int32_t>(k.head - k.replied_end) > kRepliedEndLag) {
+    k.replied_end = k.head - kRepliedEndLag;
+  }
   k.finished->store(EncodeFinished(k.head, k.replied_end),
                     std::memory_order_release);
   k.published = k.head;
