@@ -1492,6 +1492,78 @@ TEST(AmNetworkTest, ASenderWaitingForASlotRunsRepliesTheCountDoesNotShow) {
   EXPECT_GT(a.net().waits(), 0u);
 }
 
+// Queue positions are 32-bit and wrap. At the largest depth every round
+// trip skips a ring ahead (the last slot's reuse), so 2^16 of them bring
+// the positions to the wrap in a moment; a flood with replies to some of
+// its requests then straddles it. Replies run in order, none is lost, and
+// the slots of requests without one come back through the count (whose
+// finished and replied-to positions are compared across the wrap).
+TEST(AmNetworkTest, PositionsWrapUnderAFloodWithSomeReplies) {
+  constexpr uint32_t kDepth = kMaxQueueDepth;  // A ring of 2^16 slots.
+  Supernode node(2, Config(kDepth));
+  Endpoint a(node, 0), b(node, 1);
+  // 2^16 - 2 round trips (each reply run before the next request, so each
+  // request finds nothing unfinished and skips a ring ahead, to the
+  // position 2^16 on): the flood's first request, the last slot's reuse
+  // again, is at 2^32 - 2^16 - 1.
+  b.on_request = [&](const Message& m) {
+    EXPECT_EQ(ReplyShort(b.net(), *m.reply, 2, {m.args[0]}, true),
+              SendStatus::kOk);
+  };
+  constexpr uint32_t kRoundTrips = (1u << 16) - 2;
+  for (uint32_t i = 0; i < kRoundTrips; ++i) {
+    ASSERT_EQ(SendShort(a, 1, 1, {i}, true), SendStatus::kOk) << i;
+    ASSERT_EQ(b.net().Poll(), 1) << i;
+    ASSERT_EQ(a.net().Poll(), 1) << i;
+  }
+  a.delivered.clear();
+  b.delivered.clear();
+  // Batches of 40000 across the wrap, sent without waiting, with a reply
+  // to every 7th request in all but the third: when the queue is full, the
+  // sender frees finished slots itself (through the count) and polls only
+  // when the oldest one holds a reply.
+  b.on_request = [&](const Message& m) {
+    if (m.args[1] != 0) {
+      EXPECT_EQ(ReplyShort(b.net(), *m.reply, 2, {m.args[0]}, true),
+                SendStatus::kOk);
+    }
+  };
+  constexpr uint32_t kBatch = 40000;
+  std::vector<uint32_t> want;
+  uint32_t tag = 0;
+  auto send_batch = [&](bool replies) {
+    int polls = 0;
+    for (uint32_t i = 0; i < kBatch; ++i, ++tag) {
+      const uint32_t reply = replies && tag % 7 == 0 ? 1 : 0;
+      while (SendShort(a, 1, 1, {tag, reply}, true) != SendStatus::kOk) {
+        if (a.net().Poll() == 0 || ++polls > 2) return -1;
+      }
+      if (reply != 0) want.push_back(tag);
+    }
+    return polls;
+  };
+  EXPECT_EQ(send_batch(true), 0);  // The queue holds it.
+  ASSERT_EQ(b.net().Poll(), static_cast<int>(kBatch));
+  // This one straddles the wrap. The queue fills, and the first slot back
+  // holds a reply: one poll runs the first batch's replies.
+  EXPECT_EQ(send_batch(true), 1);
+  ASSERT_EQ(b.net().Poll(), static_cast<int>(kBatch));
+  // The same across the wrap: the count's replied-to end is past it.
+  EXPECT_EQ(send_batch(false), 1);
+  ASSERT_EQ(b.net().Poll(), static_cast<int>(kBatch));
+  // That batch had no replies: its slots come back through the count alone.
+  EXPECT_EQ(send_batch(true), 0);
+  ASSERT_EQ(b.net().Poll(), static_cast<int>(kBatch));
+  while (a.net().Poll() != 0) {
+  }
+  ASSERT_EQ(b.delivered.size(), 4 * kBatch);
+  for (uint32_t i = 0; i < 4 * kBatch; ++i) {
+    ASSERT_EQ(b.delivered[i].args[0], i);
+  }
+  EXPECT_EQ(ReplyTags(a.delivered), want);
+  EXPECT_EQ(a.net().waits(), 0u);
+}
+
 // A request handler that polls runs later requests from the same source
 // inside it. Their replies are still run in request order (SEQ), none is
 // lost, and every slot comes back.
