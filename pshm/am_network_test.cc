@@ -343,6 +343,14 @@ bool FitsInline(Category c, uint32_t nargs, size_t len) {
 }
 
 // The replies in a record, as their first argument.
+// One request from `a` to `b` (index 1), run by `b` (tag 50, no reply):
+// requests `a` sends next start in the ring, not in the reused last slot,
+// whose skip ahead would count as finished at once.
+void StartInTheRing(Endpoint& a, Endpoint& b) {
+  ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
+  ASSERT_EQ(b.net().Poll(), 1);
+}
+
 std::vector<uint32_t> ReplyTags(const std::vector<Delivery>& delivered) {
   std::vector<uint32_t> tags;
   for (const Delivery& d : delivered) {
@@ -1285,10 +1293,7 @@ TEST(AmNetworkTest, AReceiverGivesSlotsBackAQuarterRingAtATime) {
     const uint32_t quarter = (depth + 3) / 4;
     Supernode node(2, Config(depth));
     Endpoint a(node, 0), b(node, 1);
-    // First one round trip's worth, so that the flood below does not start
-    // in the reused last slot (whose skip ahead counts as finished too).
-    ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
-    ASSERT_EQ(b.net().Poll(), 1);
+    ASSERT_NO_FATAL_FAILURE(StartInTheRing(a, b));
     std::vector<SendStatus> during;  // `a`'s send from each handler
     b.on_request = [&](const Message& m) {
       if (m.args[0] < depth) {
@@ -1407,10 +1412,7 @@ TEST(AmNetworkTest, ARepliedRequestKeepsItsSlotUntilItsReplyRuns) {
     SCOPED_TRACE(absl::StrFormat("reply to request %u", replied));
     Supernode node(2, Config(kDepth));
     Endpoint a(node, 0), b(node, 1);
-    // One round trip first, so that the requests below start in the ring
-    // (not in the reused last slot, whose skip ahead counts as finished).
-    ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
-    ASSERT_EQ(b.net().Poll(), 1);
+    ASSERT_NO_FATAL_FAILURE(StartInTheRing(a, b));
     b.on_request = [&](const Message& m) {
       if (m.args[0] == replied) {
         EXPECT_EQ(ReplyShort(b.net(), *m.reply, 2, {m.args[0]}, true),
@@ -1450,10 +1452,7 @@ TEST(AmNetworkTest, ASenderWaitingForASlotRunsRepliesTheCountDoesNotShow) {
   constexpr size_t kReplyBytes = 40000;  // One fills the minimum pool.
   Supernode node(2, MinMemory(kDepth));
   Endpoint a(node, 0), b(node, 1);
-  // One round trip first, so that the requests below start in the ring
-  // (the reused last slot's skip ahead would count as finished at once).
-  ASSERT_EQ(SendShort(a, 1, 1, {50}, true), SendStatus::kOk);
-  ASSERT_EQ(b.net().Poll(), 1);
+  ASSERT_NO_FATAL_FAILURE(StartInTheRing(a, b));
   std::atomic<uint32_t> handled{0};
   std::atomic<bool> stop{false};
   b.on_request = [&](const Message& m) {
