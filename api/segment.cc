@@ -201,7 +201,7 @@ gex_MK_t gex_Segment_QueryKind(gex_Segment_t segment) {
   return r->kind;
 }
 
-void gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment, gex_Flags_t flags) {
+int gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment, gex_Flags_t flags) {
   static constexpr char kCall[] = "gex_EP_BindSegment";
   const ScopedCurrentCall current(kCall);
   Runtime& rt = RuntimeFor(kCall);
@@ -247,6 +247,7 @@ void gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment, gex_Flags_t flags) {
   r->bound_to = ep;
   r->published = false;
   ep->segment = segment;
+  return GASNET_OK;
 }
 
 int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t* eps, size_t num_eps,

@@ -91,6 +91,35 @@ VARIADIC = {
     "gex_AM_CommitReplyLong": ("sd, handler, nbytes", "sd, handler, nbytes"),
 }
 
+# The variadic _v2 Commit macros: the fixed parameters before flags, which
+# is the first counted argument.
+VARIADIC_V2 = {
+    "gex_AM_CommitRequestMedium": "sd, handler, nbytes",
+    "gex_AM_CommitReplyMedium": "sd, handler, nbytes",
+    "gex_AM_CommitRequestLong": "sd, handler, nbytes, dest",
+    "gex_AM_CommitReplyLong": "sd, handler, nbytes, dest",
+}
+
+
+def CommitV2(name, params, passed):
+    """The flags-taking forms of spec 0.19 (gex_AM_Commit*N_v2).
+
+    flags follows the fixed parameters (nbytes, or dest_addr for a Long).
+    They return int: non-zero would mean an IMMEDIATE commit found no
+    resources. Ours took every resource at Prepare, so a Commit never
+    waits and they return 0 whatever the flags.
+    """
+    out = [f"\n/* {name}0_v2 .. {name}{MAX_ARGS}_v2 */\n"]
+    for n in range(MAX_ARGS + 1):
+        args = "".join(f", gex_AM_Arg_t a{i}" for i in range(n))
+        vals = "".join(f", a{i}" for i in range(n))
+        out.append(f"static inline int {name}{n}_v2({params}, "
+                   f"gex_Flags_t flags{args}) {{\n"
+                   f"  (void)flags;\n"
+                   f"  {name}{n}({passed}{vals});\n"
+                   f"  return 0;\n}}\n")
+    return "".join(out)
+
 
 def main():
     out = [HEAD]
@@ -112,6 +141,12 @@ def main():
         fixed, call = VARIADIC[name]
         out.append(f"#define {name}({fixed}, ...) \\\n"
                    f"  _GEX_AMVA({name}, __VA_ARGS__)({call}, __VA_ARGS__)\n")
+        if commit:
+            out.append(CommitV2(name, params, passed))
+            v2_fixed = VARIADIC_V2[name]
+            out.append(f"#define {name}_v2({v2_fixed}, ...) \\\n"
+                       f"  _GEX_AM_CAT(_GEX_AMVA({name}, __VA_ARGS__), _v2)"
+                       f"({v2_fixed}, __VA_ARGS__)\n")
     out.append("\n#endif /* GEX_AM_CALLS_H_ */\n")
     print("".join(out), end="")
 

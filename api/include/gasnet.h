@@ -9,6 +9,10 @@
 #define _INCLUDED_GASNET_H 1
 
 #include "gasnetex.h"
+/* GASNet-EX's gasnet.h brings the tools (gasnett_*, GASNETT_IDENT, if_pf,
+ * ...) with it; clients of gasnet.h use them without including
+ * gasnet_tools.h themselves. */
+#include "gasnet_tools.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -52,8 +52,7 @@
 extern "C" {
 #endif
 
-/* An atomic domain. */
-typedef struct gex_AD_opaque *gex_AD_t;
+/* An atomic domain (gex_AD_t, from gasnet_fwd.h). */
 #define GEX_AD_INVALID ((gex_AD_t)0)
 
 /* Collective over tm (today the primordial team, the only one), with the

@@ -37,6 +37,9 @@
  * PLATFORM_ARCH_64, ...), shared with gasnet_tools.h. */
 #include "gasnet_platform.h"
 
+/* The versions and the basic types (gex_Rank_t, gex_TM_t, ...). */
+#include "gasnet_fwd.h"
+
 /* ---------------------------------------------------------------------- */
 /* Threading mode and conduit: defined by the conduit target (Bazel
  * `defines`) or by the client, exactly one mode. */
@@ -95,15 +98,8 @@
 /* ---------------------------------------------------------------------- */
 /* Versions and configuration a client tests. */
 
-#define GEX_SPEC_VERSION_MAJOR 0
-#define GEX_SPEC_VERSION_MINOR 19
-#define GASNET_SPEC_VERSION_MAJOR 1
-#define GASNET_SPEC_VERSION_MINOR 8
-#ifndef GASNET_RELEASE_VERSION_MAJOR /* gasnet_tools.h defines the same */
-#define GASNET_RELEASE_VERSION_MAJOR 2025
-#define GASNET_RELEASE_VERSION_MINOR 8
-#define GASNET_RELEASE_VERSION_PATCH 0
-#endif
+/* GEX_SPEC_VERSION_*, GASNET_SPEC_VERSION_*, GASNET_RELEASE_VERSION_* and
+ * the basic types come from gasnet_fwd.h. */
 #define GASNETI_RELEASE_VERSION 2025.8.0
 #define GASNETI_GEX_IMPLEMENTATION "gex"
 
@@ -153,23 +149,7 @@ extern "C" {
 /* ---------------------------------------------------------------------- */
 /* Basic types. */
 
-typedef uint32_t gex_Rank_t;
 #define GEX_RANK_INVALID ((gex_Rank_t)0xFFFFFFFFu)
-typedef uint32_t gex_Flags_t;
-typedef uint8_t gex_AM_Index_t;
-typedef int32_t gex_AM_Arg_t;
-typedef uint16_t gex_EP_Index_t;
-typedef unsigned int gex_EP_Capabilities_t;
-typedef unsigned int gex_TI_t;
-typedef uint64_t gex_RMA_Value_t;
-
-typedef struct gex_Client_opaque *gex_Client_t;
-typedef struct gex_EP_opaque *gex_EP_t;
-typedef struct gex_TM_opaque *gex_TM_t;
-typedef struct gex_Segment_opaque *gex_Segment_t;
-typedef struct gex_Token_opaque *gex_Token_t;
-typedef struct gex_Event_opaque *gex_Event_t;
-typedef struct gex_AM_SrcDesc_opaque *gex_AM_SrcDesc_t;
 
 #define GEX_CLIENT_INVALID ((gex_Client_t)0)
 #define GEX_EP_INVALID ((gex_EP_t)0)
@@ -194,7 +174,6 @@ typedef struct {
 
 /* Memory kinds. GEX_MK_HOST is ordinary host memory, the only kind here
  * (gasnet_mk.h creates kinds; the host class gives GEX_MK_HOST). */
-typedef struct gex_MK_opaque *gex_MK_t;
 #define GEX_MK_INVALID ((gex_MK_t)(uintptr_t)0)
 #define GEX_MK_HOST ((gex_MK_t)(uintptr_t)1)
 
@@ -408,8 +387,9 @@ extern int gex_EP_Create(gex_EP_t *ep_p, gex_Client_t client,
 /* Binds `segment` (from gex_Segment_Create) to `ep`: once per endpoint and
  * per segment. The primordial endpoint (if gex_Segment_Attach was not
  * called) takes a segment allocated here (address NULL) when it has
- * supernode peers. flags must be 0. Misuse is fatal, naming the call. */
-extern void gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment,
+ * supernode peers. flags must be 0. Returns GASNET_OK; misuse is fatal,
+ * naming the call (as GASNet-EX's debug build makes it). */
+extern int gex_EP_BindSegment(gex_EP_t ep, gex_Segment_t segment,
                                gex_Flags_t flags);
 /* Collective over tm (the primordial team or a sub-team; a gex_TM_Pair is
  * refused): publishes the segments bound to eps[0..num_eps) (an endpoint
@@ -695,7 +675,6 @@ extern void gex_Coll_BarrierBlocking(gex_TM_t tm, gex_Flags_t flags);
  * defined too so that clients may test for them). Every value is its own
  * bit, so values combine with bitwise OR. */
 
-typedef uint32_t gex_DT_t;
 #define GEX_DT_I32 (1u << 0)  /* int32_t */
 #define GEX_DT_U32 (1u << 1)  /* uint32_t */
 #define GEX_DT_I64 (1u << 2)  /* int64_t */
@@ -705,7 +684,6 @@ typedef uint32_t gex_DT_t;
 #define GEX_DT_USER (1u << 6) /* opaque bytes, reductions only */
 
 /* A non-fetching opcode in bits 0-11 and its fetching form 12 bits up. */
-typedef uint32_t gex_OP_t;
 #define GEX_OP_ADD (1u << 0)
 #define GEX_OP_MULT (1u << 1)
 #define GEX_OP_MIN (1u << 2)
@@ -1112,144 +1090,5 @@ typedef void *gasnet_threadinfo_t;
 
 #include "gex_am_calls.h"
 
-/* The flags-taking Commit forms of spec 0.19 (gex_AM_Commit*N_v2): flags
- * follow nbytes (Medium) or dest_addr (Long). No Commit flag is defined
- * yet; the value is evaluated and ignored. */
-#define gex_AM_CommitRequestMedium0_v2(sd, h, nbytes, flags) \
-  ((void)(flags), gex_AM_CommitRequestMedium0(sd, h, nbytes))
-#define gex_AM_CommitRequestMedium1_v2(sd, h, nbytes, flags, a0) \
-  ((void)(flags), gex_AM_CommitRequestMedium1(sd, h, nbytes, a0))
-#define gex_AM_CommitRequestMedium2_v2(sd, h, nbytes, flags, a0, a1) \
-  ((void)(flags), gex_AM_CommitRequestMedium2(sd, h, nbytes, a0, a1))
-#define gex_AM_CommitRequestMedium3_v2(sd, h, nbytes, flags, a0, a1, a2) \
-  ((void)(flags), gex_AM_CommitRequestMedium3(sd, h, nbytes, a0, a1, a2))
-#define gex_AM_CommitRequestMedium4_v2(sd, h, nbytes, flags, a0, a1, a2, a3) \
-  ((void)(flags), gex_AM_CommitRequestMedium4(sd, h, nbytes, a0, a1, a2, a3))
-#define gex_AM_CommitRequestMedium5_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4) \
-  ((void)(flags), gex_AM_CommitRequestMedium5(sd, h, nbytes, a0, a1, a2, a3, a4))
-#define gex_AM_CommitRequestMedium6_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5) \
-  ((void)(flags), gex_AM_CommitRequestMedium6(sd, h, nbytes, a0, a1, a2, a3, a4, a5))
-#define gex_AM_CommitRequestMedium7_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6) \
-  ((void)(flags), gex_AM_CommitRequestMedium7(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6))
-#define gex_AM_CommitRequestMedium8_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
-  ((void)(flags), gex_AM_CommitRequestMedium8(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7))
-#define gex_AM_CommitRequestMedium9_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
-  ((void)(flags), gex_AM_CommitRequestMedium9(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8))
-#define gex_AM_CommitRequestMedium10_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
-  ((void)(flags), gex_AM_CommitRequestMedium10(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
-#define gex_AM_CommitRequestMedium11_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
-  ((void)(flags), gex_AM_CommitRequestMedium11(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
-#define gex_AM_CommitRequestMedium12_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
-  ((void)(flags), gex_AM_CommitRequestMedium12(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
-#define gex_AM_CommitRequestMedium13_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
-  ((void)(flags), gex_AM_CommitRequestMedium13(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
-#define gex_AM_CommitRequestMedium14_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
-  ((void)(flags), gex_AM_CommitRequestMedium14(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
-#define gex_AM_CommitRequestMedium15_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
-  ((void)(flags), gex_AM_CommitRequestMedium15(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
-#define gex_AM_CommitRequestMedium16_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
-  ((void)(flags), gex_AM_CommitRequestMedium16(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
-#define gex_AM_CommitReplyMedium0_v2(sd, h, nbytes, flags) \
-  ((void)(flags), gex_AM_CommitReplyMedium0(sd, h, nbytes))
-#define gex_AM_CommitReplyMedium1_v2(sd, h, nbytes, flags, a0) \
-  ((void)(flags), gex_AM_CommitReplyMedium1(sd, h, nbytes, a0))
-#define gex_AM_CommitReplyMedium2_v2(sd, h, nbytes, flags, a0, a1) \
-  ((void)(flags), gex_AM_CommitReplyMedium2(sd, h, nbytes, a0, a1))
-#define gex_AM_CommitReplyMedium3_v2(sd, h, nbytes, flags, a0, a1, a2) \
-  ((void)(flags), gex_AM_CommitReplyMedium3(sd, h, nbytes, a0, a1, a2))
-#define gex_AM_CommitReplyMedium4_v2(sd, h, nbytes, flags, a0, a1, a2, a3) \
-  ((void)(flags), gex_AM_CommitReplyMedium4(sd, h, nbytes, a0, a1, a2, a3))
-#define gex_AM_CommitReplyMedium5_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4) \
-  ((void)(flags), gex_AM_CommitReplyMedium5(sd, h, nbytes, a0, a1, a2, a3, a4))
-#define gex_AM_CommitReplyMedium6_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5) \
-  ((void)(flags), gex_AM_CommitReplyMedium6(sd, h, nbytes, a0, a1, a2, a3, a4, a5))
-#define gex_AM_CommitReplyMedium7_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6) \
-  ((void)(flags), gex_AM_CommitReplyMedium7(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6))
-#define gex_AM_CommitReplyMedium8_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
-  ((void)(flags), gex_AM_CommitReplyMedium8(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7))
-#define gex_AM_CommitReplyMedium9_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
-  ((void)(flags), gex_AM_CommitReplyMedium9(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8))
-#define gex_AM_CommitReplyMedium10_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
-  ((void)(flags), gex_AM_CommitReplyMedium10(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
-#define gex_AM_CommitReplyMedium11_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
-  ((void)(flags), gex_AM_CommitReplyMedium11(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
-#define gex_AM_CommitReplyMedium12_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
-  ((void)(flags), gex_AM_CommitReplyMedium12(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
-#define gex_AM_CommitReplyMedium13_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
-  ((void)(flags), gex_AM_CommitReplyMedium13(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
-#define gex_AM_CommitReplyMedium14_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
-  ((void)(flags), gex_AM_CommitReplyMedium14(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
-#define gex_AM_CommitReplyMedium15_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
-  ((void)(flags), gex_AM_CommitReplyMedium15(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
-#define gex_AM_CommitReplyMedium16_v2(sd, h, nbytes, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
-  ((void)(flags), gex_AM_CommitReplyMedium16(sd, h, nbytes, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
-#define gex_AM_CommitRequestLong0_v2(sd, h, nbytes, dest, flags) \
-  ((void)(flags), gex_AM_CommitRequestLong0(sd, h, nbytes, dest))
-#define gex_AM_CommitRequestLong1_v2(sd, h, nbytes, dest, flags, a0) \
-  ((void)(flags), gex_AM_CommitRequestLong1(sd, h, nbytes, dest, a0))
-#define gex_AM_CommitRequestLong2_v2(sd, h, nbytes, dest, flags, a0, a1) \
-  ((void)(flags), gex_AM_CommitRequestLong2(sd, h, nbytes, dest, a0, a1))
-#define gex_AM_CommitRequestLong3_v2(sd, h, nbytes, dest, flags, a0, a1, a2) \
-  ((void)(flags), gex_AM_CommitRequestLong3(sd, h, nbytes, dest, a0, a1, a2))
-#define gex_AM_CommitRequestLong4_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3) \
-  ((void)(flags), gex_AM_CommitRequestLong4(sd, h, nbytes, dest, a0, a1, a2, a3))
-#define gex_AM_CommitRequestLong5_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4) \
-  ((void)(flags), gex_AM_CommitRequestLong5(sd, h, nbytes, dest, a0, a1, a2, a3, a4))
-#define gex_AM_CommitRequestLong6_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5) \
-  ((void)(flags), gex_AM_CommitRequestLong6(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5))
-#define gex_AM_CommitRequestLong7_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6) \
-  ((void)(flags), gex_AM_CommitRequestLong7(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6))
-#define gex_AM_CommitRequestLong8_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
-  ((void)(flags), gex_AM_CommitRequestLong8(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7))
-#define gex_AM_CommitRequestLong9_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
-  ((void)(flags), gex_AM_CommitRequestLong9(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8))
-#define gex_AM_CommitRequestLong10_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
-  ((void)(flags), gex_AM_CommitRequestLong10(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
-#define gex_AM_CommitRequestLong11_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
-  ((void)(flags), gex_AM_CommitRequestLong11(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
-#define gex_AM_CommitRequestLong12_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
-  ((void)(flags), gex_AM_CommitRequestLong12(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
-#define gex_AM_CommitRequestLong13_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
-  ((void)(flags), gex_AM_CommitRequestLong13(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
-#define gex_AM_CommitRequestLong14_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
-  ((void)(flags), gex_AM_CommitRequestLong14(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
-#define gex_AM_CommitRequestLong15_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
-  ((void)(flags), gex_AM_CommitRequestLong15(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
-#define gex_AM_CommitRequestLong16_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
-  ((void)(flags), gex_AM_CommitRequestLong16(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
-#define gex_AM_CommitReplyLong0_v2(sd, h, nbytes, dest, flags) \
-  ((void)(flags), gex_AM_CommitReplyLong0(sd, h, nbytes, dest))
-#define gex_AM_CommitReplyLong1_v2(sd, h, nbytes, dest, flags, a0) \
-  ((void)(flags), gex_AM_CommitReplyLong1(sd, h, nbytes, dest, a0))
-#define gex_AM_CommitReplyLong2_v2(sd, h, nbytes, dest, flags, a0, a1) \
-  ((void)(flags), gex_AM_CommitReplyLong2(sd, h, nbytes, dest, a0, a1))
-#define gex_AM_CommitReplyLong3_v2(sd, h, nbytes, dest, flags, a0, a1, a2) \
-  ((void)(flags), gex_AM_CommitReplyLong3(sd, h, nbytes, dest, a0, a1, a2))
-#define gex_AM_CommitReplyLong4_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3) \
-  ((void)(flags), gex_AM_CommitReplyLong4(sd, h, nbytes, dest, a0, a1, a2, a3))
-#define gex_AM_CommitReplyLong5_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4) \
-  ((void)(flags), gex_AM_CommitReplyLong5(sd, h, nbytes, dest, a0, a1, a2, a3, a4))
-#define gex_AM_CommitReplyLong6_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5) \
-  ((void)(flags), gex_AM_CommitReplyLong6(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5))
-#define gex_AM_CommitReplyLong7_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6) \
-  ((void)(flags), gex_AM_CommitReplyLong7(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6))
-#define gex_AM_CommitReplyLong8_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7) \
-  ((void)(flags), gex_AM_CommitReplyLong8(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7))
-#define gex_AM_CommitReplyLong9_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8) \
-  ((void)(flags), gex_AM_CommitReplyLong9(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8))
-#define gex_AM_CommitReplyLong10_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
-  ((void)(flags), gex_AM_CommitReplyLong10(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9))
-#define gex_AM_CommitReplyLong11_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
-  ((void)(flags), gex_AM_CommitReplyLong11(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10))
-#define gex_AM_CommitReplyLong12_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
-  ((void)(flags), gex_AM_CommitReplyLong12(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11))
-#define gex_AM_CommitReplyLong13_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12) \
-  ((void)(flags), gex_AM_CommitReplyLong13(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12))
-#define gex_AM_CommitReplyLong14_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13) \
-  ((void)(flags), gex_AM_CommitReplyLong14(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13))
-#define gex_AM_CommitReplyLong15_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14) \
-  ((void)(flags), gex_AM_CommitReplyLong15(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14))
-#define gex_AM_CommitReplyLong16_v2(sd, h, nbytes, dest, flags, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) \
-  ((void)(flags), gex_AM_CommitReplyLong16(sd, h, nbytes, dest, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
 
 #endif /* GASNETEX_H */

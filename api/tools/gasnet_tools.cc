@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
@@ -493,6 +494,39 @@ int64_t gasnett_parse_int(const char* str, uint64_t mem_size_multiplier) {
 }
 
 int gasnett_verboseenv(void) { return gexrt::env::VerboseEnv() ? 1 : 0; }
+
+void gasnett_envstr_display(const char* key, const char* val, int is_dflt) {
+  gexrt::env::Display(key, val != nullptr ? val : "", is_dflt != 0);
+}
+
+void gasnett_envint_display(const char* key, int64_t val, int is_dflt,
+                            int is_mem_size) {
+  const std::string shown =
+      is_mem_size != 0 && val >= 0
+          ? gexrt::env::ShowBytes(static_cast<uint64_t>(val))
+          : std::to_string(val);
+  gexrt::env::Display(key, shown, is_dflt != 0);
+}
+
+// ---- memory ----------------------------------------------------------------
+
+void* gasnett_mmap(uintptr_t size) {
+  void* addr = size == 0 ? MAP_FAILED
+                         : mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (addr == MAP_FAILED) {
+    gexrt::FatalErrorF("gasnett_mmap(%ju): %s", static_cast<uintmax_t>(size),
+                       size == 0 ? "the size is 0" : std::strerror(errno));
+  }
+  return addr;
+}
+
+void gasnett_munmap(void* addr, uintptr_t size) {
+  if (munmap(addr, size) != 0) {
+    gexrt::FatalErrorF("gasnett_munmap(%p, %ju): %s", addr,
+                       static_cast<uintmax_t>(size), std::strerror(errno));
+  }
+}
 
 void gasnett_setenv(const char* key, const char* value) {
   if (setenv(key, value, /*overwrite=*/1) != 0) {

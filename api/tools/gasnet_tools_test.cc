@@ -636,6 +636,25 @@ TEST(EnvTest, VerboseEnvIsOffUnlessAsked) {
   EXPECT_EQ(gasnett_verboseenv(), 0);
 }
 
+// ---- memory
+// ------------------------------------------------------------------
+
+TEST(MemoryTest, MmapGivesZeroedWritablePagesAndMunmapReturnsThem) {
+  constexpr uintptr_t kSize = 3 * 4096 + 100;  // Not a whole page.
+  auto* p = static_cast<unsigned char*>(gasnett_mmap(kSize));
+  ASSERT_NE(p, nullptr);
+  for (uintptr_t i = 0; i < kSize; ++i) ASSERT_EQ(p[i], 0) << i;
+  std::memset(p, 0xab, kSize);
+  EXPECT_EQ(p[kSize - 1], 0xab);
+  gasnett_munmap(p, kSize);
+}
+
+TEST(MemoryTest, MmapFailureIsFatalAndNamesTheCall) {
+  EXPECT_DEATH(gasnett_mmap(0), "FATAL ERROR.*gasnett_mmap\\(0\\): the size");
+  EXPECT_DEATH(gasnett_mmap(UINTPTR_MAX - 4095),
+               "FATAL ERROR.*gasnett_mmap\\([0-9]+\\): Cannot allocate");
+}
+
 // ---- errors, backtraces, process control
 // ---------------------------------------
 

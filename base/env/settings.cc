@@ -84,6 +84,14 @@ void Report(std::string_view name, std::string_view shown, bool is_default,
   if (rank == 0) state.sink(line);
 }
 
+}  // namespace
+
+void Display(std::string_view name, std::string_view shown, bool is_default) {
+  Report(name, shown, is_default, shown);
+}
+
+namespace {
+
 std::string InvalidValueMessage(std::string_view name, std::string_view raw,
                                 const absl::Status& why) {
   return absl::StrFormat(
@@ -160,6 +168,8 @@ std::string ShowPorts(const std::vector<PortSpec>& specs) {
 std::string ShowString(const std::string& v) { return v; }
 
 }  // namespace
+
+std::string ShowBytes(uint64_t bytes) { return ShowSize(bytes); }
 
 std::optional<std::string> GetRaw(std::string_view name) {
   const char* value = std::getenv(std::string(name).c_str());

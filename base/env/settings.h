@@ -114,6 +114,13 @@ void WarnUnsupportedVariables();
 // Whether GASNET_VERBOSEENV is on (boolean, default no).
 bool VerboseEnv();
 
+// Reports a setting read by other means (a client's own, through
+// gasnett_envstr_display / gasnett_envint_display) as the getters report
+// theirs: once per name, from rank 0, only with GASNET_VERBOSEENV.
+void Display(std::string_view name, std::string_view shown, bool is_default);
+// The text the getters show for a size in bytes ("64K", "3G", "100").
+std::string ShowBytes(uint64_t bytes);
+
 namespace internal {
 // Where report lines go; stderr unless a test captures them. Not
 // thread-safe: set it before any getter runs.

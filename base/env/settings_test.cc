@@ -197,6 +197,25 @@ TEST_F(SettingsTest, VerboseEnvReportsEachSettingOnceFromRankZero) {
                           "\"64k\")"));
 }
 
+// gasnett_envstr_display / gasnett_envint_display report a client's own
+// settings through Display: the same line, once per name, rank 0 only.
+TEST_F(SettingsTest, DisplayReportsAClientSettingLikeTheGetters) {
+  Set("GASNET_VERBOSEENV", "1");
+  SetJobRank(0);
+  Display("MYAPP_MODE", "fast", /*is_default=*/false);
+  Display("MYAPP_MODE", "slow", /*is_default=*/false);  // Once per name.
+  Display("MYAPP_BUF", ShowBytes(64 * 1024), /*is_default=*/true);
+  EXPECT_THAT(Captured(),
+              ElementsAre("ENV parameter: MYAPP_MODE = fast",
+                          "ENV parameter: MYAPP_BUF = 64K   (default)"));
+}
+
+TEST_F(SettingsTest, DisplayIsSilentWithoutVerboseEnv) {
+  SetJobRank(0);
+  Display("MYAPP_MODE", "fast", /*is_default=*/false);
+  EXPECT_THAT(Captured(), IsEmpty());
+}
+
 TEST_F(SettingsTest, VerboseEnvHoldsReportsUntilTheRankIsKnown) {
   Set("GASNET_VERBOSEENV", "yes");
   Set("GASNET_T_BOOL", "1");

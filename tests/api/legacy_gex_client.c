@@ -272,8 +272,14 @@ static void MediumReq(gex_Token_t t, void *buf, size_t nbytes, gex_AM_Arg_t a0,
   sd = gex_AM_PrepareReplyMedium(t, NULL, 8, 8, NULL, 0, 2);
   CHECK(sd != GEX_AM_SRCDESC_NO_OP, "gex_AM_PrepareReplyMedium");
   memcpy(gex_AM_SrcDescAddr(sd), "medium-r", 8);
-  gex_AM_CommitReplyMedium2_v2(sd, g_index[kMediumRep], 8, 0,
-                               (gex_AM_Arg_t)g_me, 12);
+  /* As clients write it: the _v2 forms return non-zero when an IMMEDIATE
+   * commit could not go ahead (spec 0.19, "gex_AM_Commit*_v2"); ours took
+   * the resources at Prepare, so it goes ahead. */
+  if (gex_AM_CommitReplyMedium2_v2(sd, g_index[kMediumRep], 8,
+                                   GEX_FLAG_IMMEDIATE, (gex_AM_Arg_t)g_me,
+                                   12)) {
+    CHECK(0, "gex_AM_CommitReplyMedium2_v2 with GEX_FLAG_IMMEDIATE failed");
+  }
 }
 
 static void MediumRep(gex_Token_t t, void *buf, size_t nbytes, gex_AM_Arg_t a0,
@@ -305,8 +311,12 @@ static void LongReq(gex_Token_t t, void *buf, size_t nbytes, gex_AM_Arg_t a0,
   ++g_requests;
   sd = gex_AM_PrepareReplyLong(t, "long-r", 6, 6, NULL, GEX_EVENT_NOW, 0, 2);
   CHECK(sd != GEX_AM_SRCDESC_NO_OP, "gex_AM_PrepareReplyLong");
-  gex_AM_CommitReplyLong2_v2(sd, g_index[kLongRep], 6, LongSlot(src, g_me, 1),
-                             0, (gex_AM_Arg_t)g_me, 22);
+  {
+    const int rc = gex_AM_CommitReplyLong2_v2(sd, g_index[kLongRep], 6,
+                                              LongSlot(src, g_me, 1), 0,
+                                              (gex_AM_Arg_t)g_me, 22);
+    CHECK(rc == 0, "gex_AM_CommitReplyLong2_v2 returned %d", rc);
+  }
 }
 
 static void LongRep(gex_Token_t t, void *buf, size_t nbytes, gex_AM_Arg_t a0,
@@ -544,14 +554,19 @@ static void ModeNames(void) {
         gex_AM_PrepareRequestMedium(g_tm, to, NULL, 8, 8, NULL, 0, 2);
     CHECK(sd != GEX_AM_SRCDESC_NO_OP, "gex_AM_PrepareRequestMedium");
     memcpy(gex_AM_SrcDescAddr(sd), "medium-q", 8);
-    gex_AM_CommitRequestMedium2_v2(sd, g_index[kMediumReq], 8, 0,
-                                   (gex_AM_Arg_t)g_me, 11);
+    /* The variadic form, counting its arguments. */
+    CHECK(gex_AM_CommitRequestMedium_v2(sd, g_index[kMediumReq], 8,
+                                        GEX_FLAG_IMMEDIATE, (gex_AM_Arg_t)g_me,
+                                        11) == 0,
+          "gex_AM_CommitRequestMedium_v2");
     sd = gex_AM_PrepareRequestLong(g_tm, to, "long-q", 6, 6, NULL,
                                    GEX_EVENT_NOW, 0, 2);
     CHECK(sd != GEX_AM_SRCDESC_NO_OP, "gex_AM_PrepareRequestLong");
-    gex_AM_CommitRequestLong2_v2(sd, g_index[kLongReq], 6,
-                                 LongSlot(to, g_me, 0), 0, (gex_AM_Arg_t)g_me,
-                                 21);
+    if (gex_AM_CommitRequestLong2_v2(sd, g_index[kLongReq], 6,
+                                     LongSlot(to, g_me, 0), 0,
+                                     (gex_AM_Arg_t)g_me, 21) != 0) {
+      CHECK(0, "gex_AM_CommitRequestLong2_v2");
+    }
   }
   GASNET_BLOCKUNTIL(g_replies == 2 * g_n);
   rc = gasnet_set_waitmode(GASNET_WAIT_SPIN);

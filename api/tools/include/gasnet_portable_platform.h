@@ -62,6 +62,20 @@
 #else
 #error "gex's headers need a GCC-compatible compiler (GCC or Clang)"
 #endif
+/* Compares the compiler's version with major.minor.patch, in #if or as an
+ * expression: #if PLATFORM_COMPILER_VERSION_GE(11, 1, 0). */
+#define PLATFORM_COMPILER_VERSION_INT(maj, min, pat) \
+  (((maj) << 16) | ((min) << 8) | (pat))
+#define PLATFORM_COMPILER_VERSION_GT(maj, min, pat) \
+  (PLATFORM_COMPILER_VERSION > PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_GE(maj, min, pat) \
+  (PLATFORM_COMPILER_VERSION >= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_EQ(maj, min, pat) \
+  (PLATFORM_COMPILER_VERSION == PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_LE(maj, min, pat) \
+  (PLATFORM_COMPILER_VERSION <= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_LT(maj, min, pat) \
+  (PLATFORM_COMPILER_VERSION < PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
 /* Compilers gex does not support, defined so that #if tests of them are
  * well-formed. */
 #define PLATFORM_COMPILER_INTEL 0

@@ -265,10 +265,21 @@
 #define gasnett_unreachable() __builtin_unreachable()
 #endif
 
-/* Embeds identText in the executable (for the RCS `ident` tool). Use at
- * file scope: GASNETT_IDENT(my_id, "$MyLib: 1.0 $"); */
+/* Embeds identText in the executable (for the RCS `ident` tool, and for
+ * launchers that read an executable's "$Key: value $" strings). Use at file
+ * scope: GASNETT_IDENT(my_id, "$MyLib: 1.0 $"); The string survives the
+ * compiler (used) and the linker's section garbage collection (retain,
+ * where the toolchain has it). */
+#if defined(__has_attribute)
+#if __has_attribute(__retain__)
+#define GEX_TOOLS_I_RETAIN __attribute__((__retain__))
+#endif
+#endif
+#ifndef GEX_TOOLS_I_RETAIN
+#define GEX_TOOLS_I_RETAIN
+#endif
 #define GASNETT_IDENT(identName, identText) \
-  GASNETT_USED static const char identName[] = identText
+  GASNETT_USED GEX_TOOLS_I_RETAIN static const char identName[] = identText
 
 #ifdef __cplusplus
 #define GASNETT_BEGIN_EXTERNC extern "C" {
@@ -657,6 +668,15 @@ extern int64_t gasnett_parse_int(const char *str, uint64_t mem_size_multiplier);
 /* Nonzero iff GASNET_VERBOSEENV reporting is on. */
 extern int gasnett_verboseenv(void);
 
+/* Report a setting the client read itself, the way the *_withdefault
+ * queries report theirs: with GASNET_VERBOSEENV on, once per key, from
+ * rank 0 only, as "ENV parameter: KEY = VALUE   (default)". is_dflt says
+ * the value is the default; is_mem_size shows val as a size ("64K"). */
+extern void gasnett_envstr_display(const char *key, const char *val,
+                                   int is_dflt);
+extern void gasnett_envint_display(const char *key, int64_t val, int is_dflt,
+                                   int is_mem_size);
+
 /* Set or remove a variable in this process's environment only. A failure
  * (an invalid name, say) is a fatal error. */
 extern void gasnett_setenv(const char *key, const char *value);
@@ -830,6 +850,17 @@ extern int gasnett_maximize_rlimit(int res, const char *lim_desc);
  * execution (address space, data, resident set, stack, locked memory, CPU
  * time); not file-system limits. Returns 1 when all succeeded, else 0. */
 extern int gasnett_maximize_rlimits(void);
+
+/* ------------------------------------------------------------------------
+ * Memory
+ */
+
+/* Maps size bytes (rounded up to pages) of zeroed, private, anonymous
+ * memory, readable and writable, and returns its address; failure is a
+ * fatal error naming the call and the size. gasnett_munmap gives it back
+ * (a failure there is fatal too). */
+extern void *gasnett_mmap(uintptr_t size);
+extern void gasnett_munmap(void *addr, uintptr_t size);
 
 /* ------------------------------------------------------------------------
  * Data utilities
@@ -1068,7 +1099,7 @@ static inline int gex_tools_i_stats_init_noop(gasnett_stats_callback_t fn) {
  * a reference to the model's symbol from every file that includes this
  * header, so that a client linked with the wrong tools library (a
  * GASNETT_THREAD_SAFE client with :gasnet_tools_seq) fails to link. */
-#if !defined(GEX_TOOLS_I_BUILDING_LIBRARY)
+#if !defined(GEX_TOOLS_I_BUILDING_LIBRARY) && !defined(_GEX_BUILDING_LIBRARY)
 #define GEX_TOOLS_I_LINKCHECK \
   _CONCAT(gex_tools_i_linkcheck_, GASNETT_THREAD_MODEL)
 extern int GEX_TOOLS_I_LINKCHECK;
