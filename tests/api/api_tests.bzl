@@ -13,7 +13,7 @@ and environment (an "instance"), which declares
                               `launcher` and those clients, with `env`
 
 for the suites am, barrier, bad_input, legacy, par, rma, ratomic, vis,
-coll, segment and cpp. The
+coll, segment, spec and cpp. The
 drivers are compiled once (as <suite>_job_test_driver), whatever the number
 of instances.
 
@@ -133,6 +133,10 @@ _CLIENTS = {
     # Teams (C11, SEQ): modes split, coll, am, pair, create, legacy
     # (gasnet_coll.h) and one misuse per bad-input mode (see its header).
     "team_client": struct(src = "team_client.c", par = False, deps = []),
+    # Clauses of the specification the other suites do not reach (C11,
+    # <gasnet.h> only), SEQ and PAR builds of one source (see its header).
+    "spec_client": struct(src = "spec_client.c", par = False, deps = []),
+    "spec_par_client": struct(src = "spec_client.c", par = True, deps = []),
     # The C++ API (<gex/gex.hpp>, SEQ): modes forms, events, nbi, values and
     # am (see its header comment).
     "cpp_client": struct(
@@ -241,6 +245,14 @@ _SUITES = {
         timeout = "short",
         shard_count = 4,
     ),
+    # The specification's clauses (spec_client.c) at 1, 2, 3 and 4 ranks,
+    # SEQ and PAR.
+    "spec": struct(
+        clients = ["spec_client", "spec_par_client"],
+        deps = [_STR_FORMAT],
+        timeout = "short",
+        shard_count = 0,
+    ),
     # C++ API jobs at 1-8 ranks, direct and GEX_RMA_FORCE_AM=1, and PAR jobs
     # (also clean under `bazel test --config=tsan //tests/api:cpp_job_test`).
     "cpp": struct(
@@ -271,6 +283,7 @@ API_QUICK_CASES = {
     "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct:*Offload*",
     "vis": "*n2_*:*n4_*:*null_list_direct",
     "segment": "*_n2_*:*_n4_*:*bind_twice",
+    "spec": "*n2*:*n4*",
 }
 
 def _driver(suite):
