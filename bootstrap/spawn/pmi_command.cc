@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -116,18 +115,21 @@ absl::StatusOr<std::vector<std::string>> ExpandPmiTemplate(
   if (words->empty()) return Bad("the template has no words");
   std::vector<std::string> out;
   bool seen_program = false;
-  std::optional<size_t> group_start;
+  // Where the open group's words start; 0 when no group is open (a group's
+  // words follow its '[', so they never start at 0). A plain index: GCC's
+  // -Wmaybe-uninitialized misread a std::optional here in -c opt builds.
+  size_t group_start = 0;
   Names group_names;
   for (size_t i = 0; i < words->size(); ++i) {
     const std::string& w = (*words)[i];
     if (w == "[") {
-      if (group_start) return Bad("groups ('[' ... ']') do not nest");
+      if (group_start != 0) return Bad("groups ('[' ... ']') do not nest");
       group_start = i + 1;
       group_names = Names();
       continue;
     }
     if (w == "]") {
-      if (!group_start) return Bad("']' without its '['");
+      if (group_start == 0) return Bad("']' without its '['");
       const bool keep =
           !((group_names.N || group_names.R) && job.nodes == 0) &&
           !((group_names.E || group_names.e) && job.env_names.empty());
@@ -135,12 +137,12 @@ absl::StatusOr<std::vector<std::string>> ExpandPmiTemplate(
         std::vector<std::string> names =
             group_names.e ? job.env_names : std::vector<std::string>{""};
         for (const std::string& name : names) {
-          for (size_t k = *group_start; k < i; ++k) {
+          for (size_t k = group_start; k < i; ++k) {
             out.push_back(Substitute((*words)[k], job, name));
           }
         }
       }
-      group_start.reset();
+      group_start = 0;
       continue;
     }
     absl::StatusOr<Names> names = Scan(w);
@@ -151,13 +153,13 @@ absl::StatusOr<std::vector<std::string>> ExpandPmiTemplate(
             absl::StrFormat("%%P must be a word of its "
                             "own, not part of '%s'",
                             w));
-      if (group_start) return Bad("%P may not be inside a group");
+      if (group_start != 0) return Bad("%P may not be inside a group");
       if (seen_program) return Bad("%P appears more than once");
       seen_program = true;
       out.insert(out.end(), job.program.begin(), job.program.end());
       continue;
     }
-    if (group_start) {
+    if (group_start != 0) {
       group_names.N |= names->N;
       group_names.R |= names->R;
       group_names.E |= names->E;
@@ -173,7 +175,7 @@ absl::StatusOr<std::vector<std::string>> ExpandPmiTemplate(
     }
     out.push_back(Substitute(w, job, ""));
   }
-  if (group_start) return Bad("'[' without its ']'");
+  if (group_start != 0) return Bad("'[' without its ']'");
   if (!seen_program) {
     return Bad("the template has no %P (where the program goes)");
   }
