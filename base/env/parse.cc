@@ -305,7 +305,9 @@ absl::StatusOr<Leading<uint64_t>> ParseLeadingSize(std::string_view text,
   } else {
     size_t digits = 0;
     while (i < s.size() && absl::ascii_isdigit(s[i])) ++i, ++digits;
-    if (i + 1 < s.size() && s[i] == '.' && absl::ascii_isdigit(s[i + 1])) {
+    // One '.' and the digits after it ("1.5", ".5", and "1." as the exact
+    // form reads it).
+    if (i < s.size() && s[i] == '.') {
       ++i;
       while (i < s.size() && absl::ascii_isdigit(s[i])) ++i, ++digits;
     }

@@ -218,6 +218,8 @@ TEST(ParseLeadingSizeTest, UnitsFractionsSignAndTheDefaultUnit) {
       {"0.5", kM / 2, ""},
       {".5k", 512, ""},
       {"1.5.3", kM + kM / 2, ".3"},
+      {"1.", kM, ""},
+      {"2.K", 2 * kK, ""},
       // Signs and hex.
       {"+4", 4 * kM, ""},
       {"0x10", 16 * kM, ""},
