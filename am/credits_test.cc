@@ -159,7 +159,7 @@ TEST_F(CreditConfigTest, InvalidValuesNameTheVariable) {
       {"GASNET_AM_CREDITS_PP", "lots"},
       {"GASNET_AM_CREDITS_PP", "0"},
       {"GASNET_AM_CREDITS_PP", "-4"},
-      {"GASNET_AM_CREDITS_PP", "1.5"},
+      {"GASNET_AM_CREDITS_PP", "x1"},
       {"GASNET_AM_CREDITS_PP", "99999999999"},
       {"GASNET_AM_CREDITS_TOTAL", "many"},
       {"GASNET_AM_CREDITS_TOTAL", "0"},

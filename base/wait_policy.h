@@ -87,6 +87,21 @@ class WaitPolicy {
 
   // Threads in a Round now (for tests and statistics).
   int waiting() const { return waiting_.load(std::memory_order_relaxed); }
+
+  // After a poll that is not part of a wait (gasnet_AMPoll, the Test
+  // calls): whether the polling thread should give its CPU up now, which it
+  // should while another thread of this process is in a Round, i.e. blocked
+  // until progress is made (a blocking Get, a barrier wait). Threads that
+  // spin in gasnet_AMPoll have nothing to wait for and would otherwise keep
+  // their CPUs for whole time slices, each one a slice the waiter (and the
+  // peer threads that must run for it) spend in the run queue: with 2 ranks
+  // of 1 RMA thread + 3 spinning pollers on 2 CPUs, every blocking RMA round
+  // trip cost about a time slice. Only with counted threads (PAR): a SEQ
+  // client pays one test of a plain bool; a PAR poller one relaxed load of
+  // a line the waiters write anyway.
+  bool ShouldPollerYield() const {
+    return count_threads_ && waiting_.load(std::memory_order_relaxed) > 0;
+  }
   // Whether `waiting` threads of this process, in rounds at once, are more
   // than the CPUs give each rank's share (false when threads are not
   // counted).

@@ -11,7 +11,7 @@ void WaitProgress(Runtime& rt) {
   // Spacing out the looks at an empty queue leaves the line a peer is
   // writing its message or reply into with that peer, rather than pulling
   // it back and forth while the message is still being written.
-  round.Pause(Progress(rt) != 0);
+  round.Pause(PollRound(rt) != 0);
 }
 
 }  // namespace gexrt::core

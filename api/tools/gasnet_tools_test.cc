@@ -577,12 +577,27 @@ TEST(EnvTest, MemorySizesInOtherUnits) {
   EXPECT_EQ(gasnett_getenv_int_withdefault("GEX_TOOLS_TEST_INT", -3, 1000), -3);
 }
 
-TEST(EnvTest, MalformedIntegersAreFatalAndNameTheVariable) {
+// GASNet-EX reads the leading number and ignores what follows it: so do
+// we (base/env warns, naming the variable, the value and what was used).
+TEST(EnvTest, TrailingTextAfterTheNumberIsIgnoredAsGasnetExDoes) {
   {
     ScopedEnv scoped("GEX_TOOLS_TEST_INT", "12abc");
+    EXPECT_EQ(gasnett_getenv_int_withdefault("GEX_TOOLS_TEST_INT", 0, 0), 12);
+  }
+  {
+    ScopedEnv scoped("GEX_TOOLS_TEST_INT", "50%");
+    EXPECT_EQ(gasnett_getenv_int_withdefault("GEX_TOOLS_TEST_INT", 0, 0), 50);
+    EXPECT_EQ(gasnett_getenv_int_withdefault("GEX_TOOLS_TEST_INT", 0, 1024),
+              50 * 1024);
+  }
+}
+
+TEST(EnvTest, MalformedIntegersAreFatalAndNameTheVariable) {
+  {
+    ScopedEnv scoped("GEX_TOOLS_TEST_INT", "abc12");
     EXPECT_DEATH(gasnett_getenv_int_withdefault("GEX_TOOLS_TEST_INT", 0, 0),
                  "FATAL ERROR.*environment variable GEX_TOOLS_TEST_INT has the "
-                 "invalid value \"12abc\"");
+                 "invalid value \"abc12\"");
   }
   {
     ScopedEnv scoped("GEX_TOOLS_TEST_INT", "lots");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <span>
 #include <system_error>
 
 #include "absl/status/status.h"
@@ -263,6 +264,87 @@ absl::StatusOr<uint64_t> ParseSize(std::string_view text,
     return Invalid("the size is too large (over 2^64 bytes)", kSizeForms);
   }
   return static_cast<uint64_t>(bytes);
+}
+
+absl::StatusOr<Leading<int64_t>> ParseLeadingInt(std::string_view text,
+                                                 int64_t min, int64_t max) {
+  const std::string_view s = StripWhitespace(text);
+  if (s.empty()) return Invalid("the value is empty", kIntForms);
+  size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  const bool hex = s.size() > i + 2 && s[i] == '0' &&
+                   (s[i + 1] == 'x' || s[i + 1] == 'X') &&
+                   absl::ascii_isxdigit(s[i + 2]);
+  if (hex) i += 2;
+  const size_t first_digit = i;
+  while (i < s.size() &&
+         (hex ? absl::ascii_isxdigit(s[i]) : absl::ascii_isdigit(s[i]))) {
+    ++i;
+  }
+  if (i == first_digit) {
+    return Invalid(absl::StrFormat("'%s' does not start with an integer", s),
+                   kIntForms);
+  }
+  // The exact parser on the number alone: the same range and overflow
+  // checks, and the same messages.
+  absl::StatusOr<int64_t> value = ParseInt(s.substr(0, i), min, max);
+  if (!value.ok()) return value.status();
+  return Leading<int64_t>{*value, std::string(StripWhitespace(s.substr(i)))};
+}
+
+absl::StatusOr<Leading<uint64_t>> ParseLeadingSize(std::string_view text,
+                                                   SizeUnit default_unit) {
+  const std::string_view s = StripWhitespace(text);
+  if (s.empty()) return Invalid("the value is empty", kSizeForms);
+  if (s[0] == '-') return Invalid("a size cannot be negative", kSizeForms);
+  size_t i = s[0] == '+' ? 1 : 0;
+  const size_t start = i;
+  if (s.size() > i + 2 && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
+      absl::ascii_isxdigit(s[i + 2])) {
+    i += 2;
+    while (i < s.size() && absl::ascii_isxdigit(s[i])) ++i;
+  } else {
+    size_t digits = 0;
+    while (i < s.size() && absl::ascii_isdigit(s[i])) ++i, ++digits;
+    // One '.' and the digits after it ("1.5", ".5", and "1." as the exact
+    // form reads it).
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      while (i < s.size() && absl::ascii_isdigit(s[i])) ++i, ++digits;
+    }
+    if (digits == 0) i = start;
+  }
+  if (i == start) {
+    return Invalid(absl::StrFormat("'%s' does not start with a number", s),
+                   kSizeForms);
+  }
+  const std::string_view number = s.substr(start, i - start);
+  std::string_view rest = StripWhitespace(s.substr(i));
+  std::string unit;
+  if (!rest.empty() &&
+      std::string_view("bkmgtBKMGT").find(rest[0]) != std::string_view::npos) {
+    unit.assign(1, rest[0]);
+    rest.remove_prefix(1);
+    // The rest of the unit's name: "KB", "KiB", "Kbytes", "Bytes".
+    static constexpr std::string_view kAfterLetter[] = {"ibytes", "ibyte", "ib",
+                                                        "bytes",  "byte",  "b"};
+    static constexpr std::string_view kAfterB[] = {"ytes", "yte"};
+    const std::string lower = ToLower(rest);
+    const bool bytes_letter = unit == "b" || unit == "B";
+    for (std::string_view tail :
+         bytes_letter ? std::span<const std::string_view>(kAfterB)
+                      : std::span<const std::string_view>(kAfterLetter)) {
+      if (std::string_view(lower).starts_with(tail)) {
+        rest = StripWhitespace(rest.substr(tail.size()));
+        break;
+      }
+    }
+  }
+  // The exact parser on the number and its unit: the same arithmetic,
+  // overflow checks and messages.
+  absl::StatusOr<uint64_t> bytes =
+      ParseSize(absl::StrCat(ToAbsl(number), unit), default_unit);
+  if (!bytes.ok()) return bytes.status();
+  return Leading<uint64_t>{*bytes, std::string(rest)};
 }
 
 uint64_t MemoryAmount::Resolve(uint64_t whole_bytes) const {

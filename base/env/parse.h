@@ -66,6 +66,38 @@ std::string_view SizeUnitSuffix(SizeUnit unit);
 absl::StatusOr<uint64_t> ParseSize(std::string_view text,
                                    SizeUnit default_unit);
 
+// GASNet-EX's reading of integer and size settings, which the settings
+// layer falls back to when the exact forms above reject a value: the
+// longest leading number is read and whatever follows it is tolerated (a
+// client that sets "50%" gets 50). `ignored` is that trailing text, without
+// surrounding whitespace, for the caller to warn about; empty when the value
+// was exact.
+//
+//   ParseLeadingInt("50%", ...)                -> {50, "%"}
+//   ParseLeadingInt("1.5", ...)                -> {1, ".5"}
+//   ParseLeadingSize("50%", SizeUnit::kMiB)    -> {50 MiB, "%"}
+//   ParseLeadingSize("1000MB/P", SizeUnit::kKiB) -> {1000 MiB, "/P"}
+//   ParseLeadingSize("41 GB", ...)             -> {41 GiB, ""}
+//
+// Still errors: no leading number at all ("lots", "M"), a number out of
+// range or too large, and for sizes a minus sign.
+template <typename T>
+struct Leading {
+  T value;
+  std::string ignored;
+};
+// An optional sign, then decimal digits or 0x and hex digits; the result
+// must lie in [min, max].
+absl::StatusOr<Leading<int64_t>> ParseLeadingInt(std::string_view text,
+                                                 int64_t min, int64_t max);
+// An optional '+', a number as ParseSize reads it (decimal, with at most
+// one '.', or 0x-prefixed hex), optional whitespace, then an optional unit
+// letter B, K, M, G or T (any case; the rest of the unit's name may follow:
+// "KB", "KiB", "Kbytes", "Bytes"). Without a unit letter the number is in
+// `default_unit`.
+absl::StatusOr<Leading<uint64_t>> ParseLeadingSize(std::string_view text,
+                                                   SizeUnit default_unit);
+
 // A memory amount that is either absolute or relative to a whole: the
 // syntax of GASNET_PHYSMEM_MAX, GASNET_MAX_SEGSIZE and kin. A value that
 // parses as a number below 1.0 (a decimal such as "0.66" or a fraction such

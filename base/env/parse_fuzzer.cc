@@ -37,6 +37,16 @@ void FuzzOne(uint8_t selector, std::string_view text) {
       const int64_t max = 1 << 20;
       absl::StatusOr<int64_t> v = ParseInt(text, min, max);
       if (v.ok()) Check(*v >= min && *v <= max, "int in range", text);
+      // GASNet-EX's reading agrees with the exact one where that accepts.
+      absl::StatusOr<Leading<int64_t>> lead = ParseLeadingInt(text, min, max);
+      if (lead.ok()) {
+        Check(lead->value >= min && lead->value <= max, "leading in range",
+              text);
+      }
+      if (v.ok()) {
+        Check(lead.ok() && lead->value == *v && lead->ignored.empty(),
+              "leading int agrees with exact", text);
+      }
       break;
     }
     case 2:
@@ -45,6 +55,11 @@ void FuzzOne(uint8_t selector, std::string_view text) {
     case 3: {
       for (SizeUnit unit : {SizeUnit::kBytes, SizeUnit::kKiB, SizeUnit::kMiB}) {
         absl::StatusOr<uint64_t> v = ParseSize(text, unit);
+        absl::StatusOr<Leading<uint64_t>> lead = ParseLeadingSize(text, unit);
+        if (v.ok()) {
+          Check(lead.ok() && lead->value == *v && lead->ignored.empty(),
+                "leading size agrees with exact", text);
+        }
         if (v.ok() && *v != 0) {
           // The canonical rendering reads back as the same number of bytes.
           absl::StatusOr<uint64_t> again = ParseSize(

@@ -165,6 +165,89 @@ TEST(ParseSizeTest, OverflowIsAnError) {
   EXPECT_FALSE(ParseSize("16777216.5T", SizeUnit::kBytes).ok());
 }
 
+// GASNet-EX's reading: the leading number, whatever follows it tolerated
+// and handed back for a warning.
+TEST(ParseLeadingIntTest, ReadsTheLeadingIntegerAndReturnsTheRest) {
+  const struct {
+    const char* text;
+    int64_t value;
+    const char* ignored;
+  } cases[] = {
+      {"50%", 50, "%"},          {"12abc", 12, "abc"}, {" 7 ", 7, ""},
+      {"-5 ranks", -5, "ranks"}, {"+3", 3, ""},        {"1.5", 1, ".5"},
+      {"0x1Fz", 31, "z"},        {"0x", 0, "x"},       {"0xg", 0, "xg"},
+      {"42 42", 42, "42"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<Leading<int64_t>> got = ParseLeadingInt(c.text, -100, 100);
+    ASSERT_TRUE(got.ok()) << c.text << ": " << got.status();
+    EXPECT_EQ(got->value, c.value) << c.text;
+    EXPECT_EQ(got->ignored, c.ignored) << c.text;
+  }
+}
+
+TEST(ParseLeadingIntTest, NoLeadingNumberOrOutOfRangeIsStillAnError) {
+  for (const char* text : {"", "  ", "eight", "-", "+x", "%50", ".5"}) {
+    EXPECT_FALSE(ParseLeadingInt(text, -100, 100).ok()) << text;
+  }
+  EXPECT_EQ(ParseLeadingInt("101%", -100, 100).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_FALSE(
+      ParseLeadingInt("99999999999999999999x", INT64_MIN, INT64_MAX).ok());
+}
+
+TEST(ParseLeadingSizeTest, UnitsFractionsSignAndTheDefaultUnit) {
+  constexpr uint64_t kK = 1024, kM = kK << 10, kG = kM << 10, kT = kG << 10;
+  const struct {
+    const char* text;
+    uint64_t bytes;
+    const char* ignored;
+  } cases[] = {
+      // The client's value: a number, then text that is no unit.
+      {"50%", 50 * kM, "%"},
+      // Units, in any case, with or without B/iB and a space before them.
+      {"2k", 2 * kK, ""},
+      {"2K", 2 * kK, ""},
+      {"3m", 3 * kM, ""},
+      {"41 GB", 41 * kG, ""},
+      {"1TiB", kT, ""},
+      {"100B", 100, ""},
+      {"100b", 100, ""},
+      // Fractions of a unit (rounded down to bytes), and of the default.
+      {"1.5K", 1536, ""},
+      {"0.5", kM / 2, ""},
+      {".5k", 512, ""},
+      {"1.5.3", kM + kM / 2, ".3"},
+      {"1.", kM, ""},
+      {"2.K", 2 * kK, ""},
+      // Signs and hex.
+      {"+4", 4 * kM, ""},
+      {"0x10", 16 * kM, ""},
+      // Trailing text after a unit, or instead of one.
+      {"2Mbytes", 2 * kM, ""},
+      {"2 MiBytes", 2 * kM, ""},
+      {"7 bytes", 7, ""},
+      {"2MBx", 2 * kM, "x"},
+      {"1000MB/P", 1000 * kM, "/P"},
+      {"4X", 4 * kM, "X"},
+      {"8 pages", 8 * kM, "pages"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<Leading<uint64_t>> got =
+        ParseLeadingSize(c.text, SizeUnit::kMiB);
+    ASSERT_TRUE(got.ok()) << c.text << ": " << got.status();
+    EXPECT_EQ(got->value, c.bytes) << c.text;
+    EXPECT_EQ(got->ignored, c.ignored) << c.text;
+  }
+}
+
+TEST(ParseLeadingSizeTest, NoLeadingNumberNegativeOrOverflowIsStillAnError) {
+  for (const char* text : {"", "M", "lots", "%50", "-4K", "-1", "16777216T",
+                           "99999999999999999999999 bytes"}) {
+    EXPECT_FALSE(ParseLeadingSize(text, SizeUnit::kMiB).ok()) << text;
+  }
+}
+
 TEST(ParseMemoryAmountTest, FractionsBelowOneAreRelative) {
   EXPECT_EQ(*ParseMemoryAmount("5/8", SizeUnit::kMiB),
             MemoryAmount::Fraction(0.625));

@@ -167,6 +167,27 @@ std::string ShowPorts(const std::vector<PortSpec>& specs) {
 }
 std::string ShowString(const std::string& v) { return v; }
 
+// GASNet-EX reads the leading number of an integer or size setting and
+// ignores what follows; we read the same value, but say what was ignored
+// (unless GASNET_QUIET), once per variable and value.
+void WarnIgnoredText(std::string_view name, std::string_view raw,
+                     std::string_view used, std::string_view ignored) {
+  if (Quiet()) return;
+  State& state = GetState();
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    if (!state.warned.insert(absl::StrCat(ToAbsl(name), "=", ToAbsl(raw)))
+             .second) {
+      return;
+    }
+  }
+  WarningF(
+      "environment variable %s has the value \"%s\": using %s, its leading "
+      "number, and ignoring \"%s\" after it, as GASNet-EX does "
+      "(GASNET_QUIET=1 silences this)",
+      name, raw, used, ignored);
+}
+
 }  // namespace
 
 std::string ShowBytes(uint64_t bytes) { return ShowSize(bytes); }
@@ -188,7 +209,14 @@ absl::StatusOr<int64_t> TryGetInt(std::string_view name, int64_t default_value,
                                   int64_t min, int64_t max) {
   return TryGetTyped(
       name, default_value,
-      [min, max](std::string_view text) { return ParseInt(text, min, max); },
+      [name, min, max](std::string_view text) -> absl::StatusOr<int64_t> {
+        absl::StatusOr<int64_t> exact = ParseInt(text, min, max);
+        if (exact.ok()) return exact;
+        absl::StatusOr<Leading<int64_t>> lead = ParseLeadingInt(text, min, max);
+        if (!lead.ok()) return exact.status();
+        WarnIgnoredText(name, text, ShowInt(lead->value), lead->ignored);
+        return lead->value;
+      },
       ShowInt);
 }
 int64_t GetInt(std::string_view name, int64_t default_value, int64_t min,
@@ -208,7 +236,14 @@ absl::StatusOr<uint64_t> TryGetSize(std::string_view name,
                                     uint64_t default_bytes, SizeUnit unit) {
   return TryGetTyped(
       name, default_bytes,
-      [unit](std::string_view text) { return ParseSize(text, unit); },
+      [name, unit](std::string_view text) -> absl::StatusOr<uint64_t> {
+        absl::StatusOr<uint64_t> exact = ParseSize(text, unit);
+        if (exact.ok()) return exact;
+        absl::StatusOr<Leading<uint64_t>> lead = ParseLeadingSize(text, unit);
+        if (!lead.ok()) return exact.status();
+        WarnIgnoredText(name, text, ShowSize(lead->value), lead->ignored);
+        return lead->value;
+      },
       ShowSize);
 }
 uint64_t GetSize(std::string_view name, uint64_t default_bytes, SizeUnit unit) {

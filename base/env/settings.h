@@ -11,6 +11,14 @@
 // Each Try* form returns that error as a status instead (for callers that
 // can recover, and for tests).
 //
+// Integers and sizes are read as GASNet-EX reads them: a value that is not
+// an exact form but starts with a number gives that number (ParseLeadingInt,
+// ParseLeadingSize), and a warning, unless Quiet(), once per variable and
+// value, names the variable, the value, what was used and what was ignored:
+//
+//   *** WARNING (proc 0): environment variable GASNET_T has the value
+//   "50%": using 50, its leading number, and ignoring "%" after it, ...
+//
 // With GASNET_VERBOSEENV=1, each setting consulted is reported once, from
 // rank 0 only, with its value and whether it was the default:
 //

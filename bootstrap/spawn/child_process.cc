@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/str_format.h"
@@ -131,6 +133,11 @@ absl::StatusOr<Child> StartChild(const ChildSpec& spec) {
       const int flags = fcntl(spec.inherit_fd, F_GETFD);
       if (flags >= 0) fcntl(spec.inherit_fd, F_SETFD, flags & ~FD_CLOEXEC);
     }
+    // A system call, safe here. The launcher probed that it is allowed
+    // (SameLayoutPersona), so a failure cannot happen but would only leave
+    // the layout random.
+    if (spec.persona != -1)
+      personality(static_cast<unsigned long>(spec.persona));
     execve(resolved.c_str(), argv.data(), envp.data());
     ChildFail(name.c_str(), "cannot execute", spec.argv[0].c_str(), errno);
   }
@@ -148,6 +155,43 @@ absl::StatusOr<Child> StartChild(const ChildSpec& spec) {
     child.stderr_fd = err[0];
   }
   return child;
+}
+
+absl::StatusOr<std::optional<int>> SameLayoutPersona() {
+  static const absl::StatusOr<std::optional<int>> persona =
+      []() -> absl::StatusOr<std::optional<int>> {
+    auto refused = [](const char* call, int e) {
+      return absl::Status(
+          ErrnoToStatus(e, "").code(),
+          absl::StrFormat(
+              "cannot turn address-space randomisation off for the ranks: "
+              "%s failed (%s; a container's seccomp filter refuses it, for "
+              "one), so each rank may have its code, static data and shared "
+              "libraries at different addresses; where the client needs "
+              "them equal, start the job under `setarch -R` or with "
+              "kernel.randomize_va_space=0 (GEX_SPAWN_SAME_LAYOUT=0 silences "
+              "this)",
+              call, strerrordesc_np(e)));
+    };
+    // 0xffffffff: a query, which changes nothing.
+    const int current = personality(0xffffffff);
+    if (current == -1) return refused("personality(0xffffffff)", errno);
+    if ((current & ADDR_NO_RANDOMIZE) != 0) return std::nullopt;
+    int level = -1;
+    if (FILE* f = std::fopen("/proc/sys/kernel/randomize_va_space", "r")) {
+      if (std::fscanf(f, "%d", &level) != 1) level = -1;
+      std::fclose(f);
+    }
+    if (level == 0) return std::nullopt;
+    const int wanted = current | ADDR_NO_RANDOMIZE;
+    if (personality(static_cast<unsigned long>(wanted)) == -1) {
+      return refused("personality(ADDR_NO_RANDOMIZE)", errno);
+    }
+    // The launcher itself keeps its persona: only the ranks take the new one.
+    personality(static_cast<unsigned long>(current));
+    return wanted;
+  }();
+  return persona;
 }
 
 std::string DescribeWaitStatus(int wait_status) {

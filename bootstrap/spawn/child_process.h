@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct ChildSpec {
   // Capture stdout and stderr through pipes (the launcher forwards them
   // line by line); otherwise the child shares the launcher's.
   bool capture_output = true;
+  // A personality(2) persona the child takes between fork and exec, -1 to
+  // keep the launcher's: SameLayoutPersona()'s, for ranks.
+  int persona = -1;
   // Prefixes what the child itself prints before its exec (the launcher's
   // name, e.g. "gasnetrun_smp" or "gasnetrun agent on n1"); empty: this
   // program's name (program_invocation_short_name), which is the tool's
@@ -57,6 +61,22 @@ struct Child {
 // stderr ("gasnetrun_smp: cannot execute 'prog': No such file or
 // directory", prefixed with spec.name) with exit code 127, as shells do.
 absl::StatusOr<Child> StartChild(const ChildSpec& spec);
+
+// The persona that starts programs with address-space randomisation off
+// (the launcher's own persona plus ADDR_NO_RANDOMIZE), for
+// ChildSpec::persona: every rank exec'd with it from the same program loads
+// the program, its shared libraries, its stack and heap start at the same
+// addresses on one host (one kernel, one binary), as ranks forked from one
+// process (GASNet-EX's smp conduit) have them. Clients rely on that when they
+// exchange pointers to functions or static data.
+//   - a persona: set it in the children;
+//   - nullopt: nothing to do (the launcher already runs with randomisation
+//     off, e.g. under `setarch -R`, and its children inherit that, or the
+//     kernel does not randomise: kernel.randomize_va_space = 0);
+//   - an error: the kernel refuses the change (personality(2) is filtered
+//     by seccomp in some containers); the message says so and what to do.
+// Probed once per process (the launcher's persona is set and put back).
+absl::StatusOr<std::optional<int>> SameLayoutPersona();
 
 // "exited with code 3", "was killed by signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);

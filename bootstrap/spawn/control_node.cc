@@ -150,6 +150,17 @@ absl::Status ControlNode::Init() {
 
 absl::Status ControlNode::StartLocalRanks(
     Rank first, Rank count, const std::vector<std::string>& argv) {
+  int persona = -1;
+  if (options_.same_layout && count > 0) {
+    absl::StatusOr<std::optional<int>> same = SameLayoutPersona();
+    if (same.ok()) {
+      persona = same->value_or(-1);
+    } else {
+      // Once per launcher (ranks are started once), on the launcher's stderr.
+      WriteStderrLine(absl::StrFormat("%s: WARNING: %s", options_.name,
+                                      same.status().message()));
+    }
+  }
   for (Rank r = first; r < first + count; ++r) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -169,6 +180,7 @@ absl::Status ControlNode::StartLocalRanks(
     spec.stdin_fd = (r == 0) ? 0 : -1;
     spec.inherit_fd = sv[1];
     spec.process_group = process_group_;
+    spec.persona = persona;
     absl::StatusOr<Child> child = StartChild(spec);
     close(sv[1]);
     if (!child.ok()) {

@@ -53,6 +53,11 @@ struct ControlNodeOptions {
   absl::Duration bootstrap_timeout = absl::Seconds(300);
   absl::Duration exit_timeout = absl::Seconds(4);
   bool verbose = false;
+  // Start the ranks with address-space randomisation off, so that every rank
+  // of this host has the same layout (SameLayoutPersona in
+  // child_process.h); GEX_SPAWN_SAME_LAYOUT, default yes. When the kernel
+  // refuses, the launcher says so once and starts the ranks anyway.
+  bool same_layout = true;
   // Extra "NAME=value" entries for every rank's environment.
   std::vector<std::string> rank_env;
   // Job identity shared by all ranks (GEX_JOB_ID).

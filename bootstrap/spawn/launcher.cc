@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/host_id.h"
 #include "base/stderr_line.h"
@@ -113,9 +114,12 @@ std::vector<std::string> HostNames(const std::vector<HostRanks>& layout) {
 // The -E names travel with the job (kPropagateVar), so that agents further
 // down a tree pass on the same variables.
 constexpr char kPropagateVar[] = "GEX_SPAWN_PROPAGATE";
+// Whether ranks start with address-space randomisation off (default yes).
+constexpr char kSameLayoutVar[] = "GEX_SPAWN_SAME_LAYOUT";
 
 std::vector<std::string> PropagatedNames() {
-  std::vector<std::string> names = {kPropagateVar};
+  // GEX_SPAWN_SAME_LAYOUT too: every host's agent starts its ranks alike.
+  std::vector<std::string> names = {kPropagateVar, kSameLayoutVar};
   if (const char* list = std::getenv(kPropagateVar)) {
     for (absl::string_view n : absl::StrSplit(list, ',', absl::SkipEmpty())) {
       names.emplace_back(n);
@@ -197,6 +201,7 @@ int AgentMain(const std::vector<std::string>& args, JobCleanup cleanup) {
   options.verbose = params->verbose;
   options.job_id = params->job_id;
   options.cleanup = cleanup;
+  options.same_layout = env::GetBool(kSameLayoutVar, true);
   ControlNode node(options);
   auto fail = [&](const absl::Status& s) {
     (void)wire::WriteFrame(
@@ -310,6 +315,7 @@ int GasnetrunMain(int argc, char** argv, const ConduitLauncher& conduit) {
   }
   options.job_id = *job_id;
   options.cleanup = conduit.cleanup;
+  options.same_layout = env::GetBool(kSameLayoutVar, true);
 
   if (*spawner == SpawnerKind::kFork) {
     if (opts.verbose) {

@@ -224,7 +224,7 @@ TEST_F(IbvSettingsTest, EachMalformedValueNamesItsVariable) {
       {"GASNET_PUTINMOVE_LIMIT", "3073"},
       {"GASNET_PUTINMOVE_LIMIT", "4K"},
       {"GASNET_PUT_STRIPE_SZ", "wide"},
-      {"GASNET_GET_STRIPE_SZ", "1X"},
+      {"GASNET_GET_STRIPE_SZ", "-1K"},
       {"GASNET_USE_FENCED_PUTS", "fenced"},
       {"GASNET_PHYSMEM_MAX", "lots"},
       {"GASNET_PHYSMEM_PROBE", "probe"},

@@ -20,6 +20,16 @@
 //               then every (sender, thread) must have been seen
 //               3 * ROUNDS times and every thread must have 3 * n * ROUNDS
 //               replies. Prints "rank R: par ok requests=Q replies=P".
+//   rma-poll PHASES
+//               Progress for the threads that need it while others spin: the
+//               main thread of each rank runs PHASES phases of blocking Puts
+//               and Gets of its own pattern to the next rank's segment,
+//               checking what it reads back, with a barrier after each phase
+//               (gasnet_barrier_notify/wait); meanwhile 3 more threads spin
+//               in gasnet_AMPoll() with no pause at all, as real clients'
+//               progress threads do. On 2 CPUs this is 2 x 4 threads that all
+//               want a CPU: it must still finish. Prints
+//               "rank R: rma-poll ok phases=P".
 #include <gasnet.h>
 #include <gasnet_tools.h>
 #include <gasnetex.h>
@@ -242,6 +252,59 @@ void Sender(int thread, int32_t rounds) {
   }
 }
 
+// rma-poll: see the top of the file.
+constexpr int kSpinPollers = 3;
+constexpr size_t kRmaWords = 64;  // per transfer
+constexpr int kRmaPerPhase = 16;  // Put + Get pairs per phase
+
+uint64_t RmaWord(gex_Rank_t writer, int phase, int op, size_t i) {
+  return (static_cast<uint64_t>(writer) << 40) ^
+         (static_cast<uint64_t>(phase) << 20) ^
+         (static_cast<uint64_t>(op) << 10) ^ i;
+}
+
+int RmaPoll(int32_t phases) {
+  const gex_Rank_t peer = (g_me + 1) % g_n;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < kSpinPollers; ++i) {
+    spinners.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) gasnet_AMPoll();
+    });
+  }
+  uint64_t out[kRmaWords];
+  uint64_t in[kRmaWords];
+  // Each rank writes its own slice of the peer's segment.
+  const size_t slice = g_me * kRmaWords * sizeof(uint64_t);
+  for (int32_t phase = 0; phase < phases; ++phase) {
+    for (int op = 0; op < kRmaPerPhase; ++op) {
+      for (size_t i = 0; i < kRmaWords; ++i)
+        out[i] = RmaWord(g_me, phase, op, i);
+      int rc = gex_RMA_PutBlocking(g_tm, peer, g_owner[peer] + slice, out,
+                                   sizeof out, 0);
+      CHECK(rc == 0, "gex_RMA_PutBlocking returned %d", rc);
+      std::memset(in, 0, sizeof in);
+      rc = gex_RMA_GetBlocking(g_tm, in, peer, g_owner[peer] + slice, sizeof in,
+                               0);
+      CHECK(rc == 0, "gex_RMA_GetBlocking returned %d", rc);
+      for (size_t i = 0; i < kRmaWords; ++i) {
+        CHECK(in[i] == out[i],
+              "phase %d op %d word %zu: read %" PRIx64 ", wrote %" PRIx64,
+              phase, op, i, in[i], out[i]);
+      }
+    }
+    gasnet_barrier_notify(phase, 0);
+    const int rc = gasnet_barrier_wait(phase, 0);
+    CHECK(rc == GASNET_OK, "gasnet_barrier_wait returned %d", rc);
+  }
+  stop = true;
+  for (std::thread& t : spinners) t.join();
+  Say("rma-poll ok phases=%d", phases);
+  gex_Coll_BarrierBlocking(g_tm, 0);
+  gasnet_exit(0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -253,8 +316,10 @@ int main(int argc, char** argv) {
   g_me = gex_TM_QueryRank(g_tm);
   g_n = gex_TM_QuerySize(g_tm);
   check_rank = static_cast<int>(g_me);
-  CHECK(argc == 3 && std::strcmp(argv[1], "par") == 0,
-        "usage: par_client par ROUNDS");
+  CHECK(argc == 3 && (std::strcmp(argv[1], "par") == 0 ||
+                      std::strcmp(argv[1], "rma-poll") == 0),
+        "usage: par_client par ROUNDS | rma-poll PHASES");
+  const bool rma_poll = std::strcmp(argv[1], "rma-poll") == 0;
   const int32_t rounds = std::atoi(argv[2]);
   CHECK(rounds > 0, "ROUNDS %s", argv[2]);
   CHECK(gex_System_QueryMaxThreads() >= kSenders + kPollers + 1,
@@ -291,6 +356,7 @@ int main(int argc, char** argv) {
   g_seen.reset(new std::atomic<int32_t>[static_cast<size_t>(g_n) * kSenders *
                                         kCategories]());
   gex_Coll_BarrierBlocking(g_tm, 0);
+  if (rma_poll) return RmaPoll(rounds);
 
   std::vector<std::thread> pollers;
   for (int i = 0; i < kPollers; ++i) {

@@ -45,6 +45,29 @@ TEST_P(ParJobTest, ConcurrentRequestsFromFourThreadsAllAnswered) {
   ExpectNoTsanReports(tsan_dir, n);
 }
 
+// 2 ranks x (1 thread doing blocking Puts and Gets with a barrier after
+// each phase + 3 threads spinning in gasnet_AMPoll without a pause): more
+// threads than this machine's CPUs, all of them runnable. The job must
+// finish; the job runner's limit catches a stall (no timing assert). Over
+// both RMA paths: direct (no progress needed for the transfer itself, only
+// for the barrier) and over Active Messages (the peer's spinners must run
+// the handlers).
+class ParRmaPollTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ParRmaPollTest, SpinningPollersDoNotStarveTheRmaThread) {
+  constexpr int kRanks = 2;
+  constexpr int kPhases = kTsan ? 40 : 600;
+  const JobResult r =
+      RunApiJob("par_client", kRanks, {"rma-poll", std::to_string(kPhases)},
+                ForceAmEnv(GetParam()));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, kRanks, "rma-poll ok")) {
+    EXPECT_EQ(Field(line, "phases"), kPhases) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ParRmaPollTest, ::testing::Bool(),
+                         [](const auto& info) { return PathName(info.param); });
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ParJobTest, ::testing::Values(1, 2, 4),
                          [](const auto& info) {
                            return absl::StrFormat("n%d", info.param);
