@@ -43,9 +43,10 @@ void FreezeForDebuggerNow(volatile int* flag, const char* flag_name) {
                  "with 'gdb -p %d', then 'set var %s = 0' and 'continue'",
                  who, pid, pid, flag_name != nullptr ? flag_name : "?");
   // Set before the message: whoever reads it may look at the flag next.
-  *flag = 1;
+  // Atomic accesses: in a test another thread, not a debugger, clears it.
+  __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
   WriteStderrLine(line);
-  while (*flag != 0) {
+  while (__atomic_load_n(flag, __ATOMIC_SEQ_CST) != 0) {
     // A debugger may clear the flag at any moment; look every 10 ms.
     const struct timespec tick = {0, 10 * 1000 * 1000};
     nanosleep(&tick, nullptr);
