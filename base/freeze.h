@@ -29,6 +29,11 @@ bool FreezeOnErrorEnabled();
 // gasnet_frozen is cleared. Otherwise returns at once.
 void FreezeForDebuggerIfEnabled();
 
+// Unconditionally: sets *flag to 1, prints the message above naming
+// `flag_name` (the variable a debugger clears) and waits until *flag is 0.
+// Async-signal-safe, like FreezeForDebuggerIfEnabled.
+void FreezeForDebuggerNow(volatile int* flag, const char* flag_name);
+
 }  // namespace gexrt
 
 #endif  // GEX_BASE_FREEZE_H_

@@ -60,6 +60,11 @@ static inline gex_TM_t _gasnet_tm(void) {
  * GASNET_OK; the source buffer may be reused on return (the LongAsync
  * forms too: local completion is synchronous here). */
 extern int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t *srcindex);
+/* No AM handler ever interrupts the client here (handlers run from
+ * GASNet calls), so GASNet-1's holding and resuming of interrupts are
+ * no-ops. */
+#define gasnet_hold_interrupts() ((void)0)
+#define gasnet_resume_interrupts() ((void)0)
 #define gasnet_AMMaxArgs() ((size_t)gex_AM_MaxArgs())
 #define gasnet_AMMaxMedium() gex_AM_LUBRequestMedium()
 #define gasnet_AMMaxLongRequest() gex_AM_LUBRequestLong()

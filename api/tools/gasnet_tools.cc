@@ -31,6 +31,7 @@
 #include "base/env/parse.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
+#include "base/freeze.h"
 #include "base/host_id.h"
 #include "base/string_view.h"
 #include "base/timer.h"
@@ -350,6 +351,33 @@ void gasnett_flush_streams(void) {
   std::fflush(stdout);
   std::fflush(stderr);
   std::fflush(nullptr);
+}
+
+void gasnett_close_streams(void) {
+  gasnett_flush_streams();
+  std::fclose(stdin);
+  std::fclose(stdout);
+  std::fclose(stderr);
+}
+
+void gasnett_freezeForDebuggerNow(volatile int* flag, const char* flagsymname) {
+  if (flag == nullptr) {
+    gexrt::FatalError("gasnett_freezeForDebuggerNow: flag is NULL");
+  }
+  gexrt::FreezeForDebuggerNow(flag, flagsymname);
+}
+
+void gasnett_freezeForDebuggerErr(void) { gexrt::FreezeForDebuggerIfEnabled(); }
+
+char* gex_tools_i_current_loc(const char* file, int line,
+                              const char* function) {
+  const std::string loc =
+      absl::StrFormat("%s:%d in %s()", file != nullptr ? file : "?", line,
+                      function != nullptr ? function : "?");
+  char* out = static_cast<char*>(std::malloc(loc.size() + 1));
+  if (out == nullptr) gexrt::FatalError("gasnett_current_loc: out of memory");
+  std::memcpy(out, loc.c_str(), loc.size() + 1);
+  return out;
 }
 
 void gasnett_backtrace_init(const char* exename) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -711,6 +712,62 @@ TEST(ProcessTest, FlushStreamsFlushesEveryOutputStream) {
   EXPECT_EQ(Drain(fds[0]), "buffered text");
   fclose(stream);
   close(fds[0]);
+}
+
+TEST(ProcessTest, CloseStreamsFlushesThenClosesTheStandardStreams) {
+  // In a child: text left in stderr's buffer must come out, and afterwards
+  // descriptors 0, 1 and 2 are closed (exit code 0 says so).
+  EXPECT_EXIT(
+      {
+        static char buffer[BUFSIZ];
+        setvbuf(stderr, buffer, _IOFBF, sizeof(buffer));
+        fputs("left in the buffer", stderr);
+        gasnett_close_streams();
+        const bool closed = fcntl(0, F_GETFD) == -1 &&
+                            fcntl(1, F_GETFD) == -1 && fcntl(2, F_GETFD) == -1;
+        _exit(closed ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "^left in the buffer$");
+}
+
+TEST(DebuggerTest, FreezeNowWaitsUntilTheFlagIsCleared) {
+  volatile int flag = 0;
+  std::atomic<bool> returned{false};
+  testing::internal::CaptureStderr();
+  std::thread frozen([&] {
+    gasnett_freezeForDebuggerNow(&flag, "my_flag");
+    returned.store(true);
+  });
+  // The call sets the flag before it waits; until we clear it, it waits.
+  while (__atomic_load_n(&flag, __ATOMIC_SEQ_CST) == 0) sched_yield();
+  EXPECT_FALSE(returned.load());
+  __atomic_store_n(&flag, 0, __ATOMIC_SEQ_CST);
+  frozen.join();
+  EXPECT_TRUE(returned.load());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("*** FREEZE"), std::string::npos) << err;
+  EXPECT_NE(err.find("'set var my_flag = 0'"), std::string::npos) << err;
+}
+
+TEST(DebuggerTest, FreezeErrReturnsAtOnceUnlessFreezeOnErrorIsSet) {
+  if (getenv("GASNET_FREEZE_ON_ERROR") != nullptr) {
+    GTEST_SKIP() << "GASNET_FREEZE_ON_ERROR is set in the test environment";
+  }
+  testing::internal::CaptureStderr();
+  gasnett_freezeForDebuggerErr();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(DebuggerTest, CurrentLocNamesFileLineAndFunction) {
+  const int line = __LINE__ + 1;
+  char* loc = gasnett_current_loc;
+  ASSERT_NE(loc, nullptr);
+  const std::string text(loc);
+  free(loc);
+  EXPECT_NE(text.find("gasnet_tools_test.cc:" + std::to_string(line) + " in "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("TestBody()"), std::string::npos) << text;
 }
 
 TEST(BacktraceTest, PrintsFramesToTheDescriptor) {

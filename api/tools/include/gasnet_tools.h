@@ -585,6 +585,26 @@ extern void gasnett_killmyprocess(int exitcode) GASNETT_NORETURN;
 /* Flushes stdout, stderr and every other open output stream. */
 extern void gasnett_flush_streams(void);
 
+/* Flushes, then closes stdin, stdout and stderr (before shutdown). */
+extern void gasnett_close_streams(void);
+
+/* Freezes the calling thread for a debugger: sets *flag to 1, prints
+ * "*** FREEZE (proc N): ... 'set var <flagsymname> = 0' ..." to stderr and
+ * waits (politely) until *flag is 0 again. */
+extern void gasnett_freezeForDebuggerNow(volatile int *flag,
+                                         const char *flagsymname);
+
+/* The same for the variable gasnet_frozen, but only when
+ * GASNET_FREEZE_ON_ERROR is enabled; otherwise returns at once. */
+extern void gasnett_freezeForDebuggerErr(void);
+
+/* "file:line in function()" of where it is written, in memory from
+ * malloc() that the caller frees. */
+#define gasnett_current_loc \
+  gex_tools_i_current_loc(__FILE__, __LINE__, GASNETT_CURRENT_FUNCTION)
+extern char *gex_tools_i_current_loc(const char *file, int line,
+                                     const char *function);
+
 /* Call early with argv[0]. Prepares the unwinder so that later backtraces
  * (possibly from a signal handler) need no dynamic loading. The name is
  * accepted for compatibility: glibc finds symbols without it. */
