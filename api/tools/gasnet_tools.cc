@@ -536,6 +536,10 @@ void gasnett_envint_display(const char* key, int64_t val, int is_dflt,
   gexrt::env::Display(key, shown, is_dflt != 0);
 }
 
+void gasnett_envdbl_display(const char* key, double val, int is_dflt) {
+  gexrt::env::Display(key, absl::StrFormat("%g", val), is_dflt != 0);
+}
+
 // ---- memory ----------------------------------------------------------------
 
 void* gasnett_mmap(uintptr_t size) {

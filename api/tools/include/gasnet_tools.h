@@ -696,6 +696,7 @@ extern void gasnett_envstr_display(const char *key, const char *val,
                                    int is_dflt);
 extern void gasnett_envint_display(const char *key, int64_t val, int is_dflt,
                                    int is_mem_size);
+extern void gasnett_envdbl_display(const char *key, double val, int is_dflt);
 
 /* Set or remove a variable in this process's environment only. A failure
  * (an invalid name, say) is a fatal error. */
