@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "base/status.h"
 
 namespace gexrt::spawn {
@@ -236,16 +238,13 @@ absl::StatusOr<std::string> ResolveProgram(const std::string& program) {
     return program;
   }
   const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
+  const std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  // An empty entry is the current directory. (StrSplit rather than
+  // assigning "." to a substring: GCC 12 -O2 warned -Wrestrict there.)
+  for (absl::string_view dir : absl::StrSplit(dirs, ':')) {
+    const std::string candidate =
+        absl::StrCat(dir.empty() ? absl::string_view(".") : dir, "/", program);
     if (check(candidate).ok()) return candidate;
-    start = end + 1;
   }
   return absl::NotFoundError(
       absl::StrFormat("program '%s' was not found in PATH", program));
