@@ -1,12 +1,15 @@
 #include "core/runtime.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/cpu.h"
 #include "base/fatal.h"
+#include "base/string_view.h"
 #include "bootstrap/create_bootstrap.h"
 #include "core/dispatch.h"
 #include "pshm/queue_layout.h"
@@ -27,6 +30,14 @@ int PollShared(void* context, bool replies_only) {
 // pshm's OtherPoll: the conduit, for PSHM's request waits.
 int PollConduit(void* context) {
   return static_cast<Runtime*>(context)->conduit->Poll();
+}
+
+// "the ucx conduit: <message>", without a second "ucx conduit: " where
+// the conduit's message names itself already.
+std::string FromTheConduit(const Runtime& rt, std::string_view message) {
+  const std::string own = std::string(rt.conduit->name()) + " conduit: ";
+  if (message.starts_with(own)) message.remove_prefix(own.size());
+  return "the " + own + std::string(message);
 }
 
 }  // namespace
@@ -76,8 +87,7 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   args.sink = Sink{&DispatchConduit, &rt};
   args.others = OtherProgress{&PollShared, &rt};
   if (const absl::Status s = rt.conduit->Init(args); !s.ok()) {
-    FatalErrorF("%s: the %s conduit: %s", call, rt.conduit->name(),
-                s.message());
+    FatalErrorF("%s: %s", call, FromTheConduit(rt, ToStd(s.message())));
   }
   if (rt.conduit_has_peers) {
     rt.bootstrap->SetWaitHook(
@@ -115,10 +125,8 @@ absl::Status AttachSegment(Runtime& rt, size_t size) {
   const absl::Status registered = rt.conduit->AttachSegment(
       mine.size == 0 ? nullptr : mine.local, mine.size);
   if (!registered.ok()) {
-    return absl::Status(
-        registered.code(),
-        absl::StrFormat("the %s conduit: %s", rt.conduit->name(),
-                        registered.message()));
+    return absl::Status(registered.code(),
+                        FromTheConduit(rt, ToStd(registered.message())));
   }
   rt.segments.Fill(std::move(entries));
   return absl::OkStatus();

@@ -140,6 +140,9 @@ TEST_P(UcxBadInputTest, ClearMessageNonzeroExitNothingLeft) {
   EXPECT_NE(r.exit_code, 0) << Describe(r);
   EXPECT_THAT(r.err, HasSubstr("*** FATAL ERROR")) << Describe(r);
   EXPECT_THAT(r.err, HasSubstr(GetParam().message)) << Describe(r);
+  // The conduit is named once ("the ucx conduit: ucx conduit: ..." was the
+  // runtime's prefix before the conduit's own).
+  EXPECT_THAT(r.err, Not(HasSubstr("conduit: ucx conduit:"))) << Describe(r);
   EXPECT_THAT(r.out, Not(HasSubstr("hello ok"))) << Describe(r);
   EXPECT_TRUE(r.survivors.empty()) << Describe(r);
   // Nothing left in /dev/shm under the job's name.
