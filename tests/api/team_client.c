@@ -10,6 +10,10 @@
  *            query (rank, size, client, EP, cdata) and both translations
  *            checked against the expected member lists; the scratch-size
  *            queries; destroy, then split again and use the new team.
+ *   split-null  the scratch-size queries (positive with a new_tm_p, 0
+ *            with NULL, single-valued, nothing written) of gex_TM_Split
+ *            and gex_TM_Create; a split in which ranks 3k+1 pass NULL
+ *            new_tm_p (no team for them, though their colour is taken).
  *   coll     on the two parity teams at once: barriers (blocking and NB),
  *            broadcasts and reductions from every root, in flight together
  *            with a job-team reduction, retired in reverse order; then a
@@ -35,7 +39,9 @@
  *   null-parent      gex_TM_Split with GEX_TM_INVALID as the parent;
  *   pair-coll        gex_Coll_BroadcastNB on a gex_TM_Pair;
  *   coll-flags       gasnet_coll_broadcast_nb with two IN_ sync flags;
- *   destroy-primordial  gex_TM_Destroy of the primordial team. */
+ *   destroy-primordial  gex_TM_Destroy of the primordial team;
+ *   size-flags       gex_TM_Split with both GEX_FLAG_TM_SCRATCH_SIZE_MIN
+ *                    and _RECOMMENDED (mutually exclusive). */
 #include <gasnet_coll.h>
 #include <gasnetex.h>
 #include <sched.h>
@@ -198,6 +204,88 @@ static void Split(void) {
     gex_TM_Destroy(again, NULL, 0);
   }
   Finish("split");
+}
+
+/* ------------------------------------------------------------------------
+ * split-null: GASNet-EX spec, gex_TM_Split ("Operations on gex_TM_t") and
+ * gex_TM_Create: with GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED the call is a
+ * collective query that creates nothing and writes nothing to new_tm_p,
+ * returning the recommended scratch size, 0 for a caller passing NULL
+ * new_tm_p (it will join no team) and otherwise single-valued over each new
+ * team; _MIN likewise (deprecated; at most the recommended size). A caller
+ * passing NULL new_tm_p to the split itself takes part in the collective
+ * but joins no team, even with a colour others pass. The pattern UPC++'s
+ * team::split uses: query, allocate, split. */
+
+static void SplitNull(void) {
+  CHECK(g_n <= 64, "at most 64 ranks");
+  /* Every rank 3k + 1 opts out with NULL; the others split by parity,
+   * their colour shared with some opted-out ranks, keys reversing the
+   * order. */
+  const int joins = g_me % 3 != 1;
+  const int color = (int)(g_me % 2);
+  const int key = -(int)g_me;
+  gex_TM_t sentinel = (gex_TM_t)&g_checks;
+  gex_TM_t t = sentinel;
+  gex_TM_t *p = joins ? &t : NULL;
+  const size_t rec = gex_TM_Split(p, g_tm, color, key, NULL, 0,
+                                  GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED);
+  const size_t min =
+      gex_TM_Split(p, g_tm, color, key, NULL, 0, GEX_FLAG_TM_SCRATCH_SIZE_MIN);
+  CHECK(t == sentinel, "a scratch-size query wrote *new_tm_p");
+  if (joins) {
+    CHECK(rec > 0, "GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED returned 0");
+    CHECK(min > 0 && min <= rec,
+          "GEX_FLAG_TM_SCRATCH_SIZE_MIN returned %zu (recommended %zu)", min,
+          rec);
+  } else {
+    CHECK(rec == 0 && min == 0,
+          "size queries with NULL new_tm_p returned %zu and %zu, expected 0",
+          rec, min);
+  }
+  /* Single-valued over the job (every member's query asks the same). */
+  int64_t mine[2] = {joins ? (int64_t)rec : INT64_MIN,
+                     joins ? -(int64_t)rec : INT64_MIN};
+  int64_t most[2] = {0, 0};
+  gex_Event_Wait(gex_Coll_ReduceToAllNB(g_tm, most, mine, GEX_DT_I64,
+                                        sizeof(int64_t), 2, GEX_OP_MAX, NULL,
+                                        NULL, 0));
+  CHECK(!joins || (most[0] == (int64_t)rec && -most[1] == (int64_t)rec),
+        "recommended sizes differ: %lld to %lld", (long long)-most[1],
+        (long long)most[0]);
+  /* gex_TM_Create's query: positive for a member list, 0 for none. */
+  gex_EP_Location_t self = {g_me, 0};
+  gex_TM_t ct = sentinel;
+  CHECK(gex_TM_Create(&ct, 1, g_tm, &self, 1, NULL, 0,
+                      GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED) > 0 &&
+            gex_TM_Create(&ct, 1, g_tm, NULL, 0, NULL, 0,
+                          GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED) == 0 &&
+            ct == sentinel,
+        "gex_TM_Create scratch-size queries");
+  ++g_checks;
+
+  void *scratch = joins ? malloc(rec) : NULL;
+  CHECK(!joins || scratch != NULL, "malloc");
+  gex_TM_Split(p, g_tm, color, key, scratch, rec, 0);
+  if (joins) {
+    gex_Rank_t members[64], size = 0;
+    for (gex_Rank_t j = g_n; j-- > 0;) {
+      if (j % 3 != 1 && j % 2 == g_me % 2) members[size++] = j;
+    }
+    CheckTeam(t, members, size, "split with opted-out ranks");
+    int64_t sum = 0;
+    for (gex_Rank_t r = 0; r < size; ++r) sum += members[r];
+    CheckSum(t, g_me, sum, "split with opted-out ranks");
+    gex_Memvec_t sv = {NULL, 0};
+    CHECK(gex_TM_Destroy(t, &sv, 0) != 0 && sv.gex_addr == scratch &&
+              sv.gex_len == rec,
+          "destroy: scratch not handed back");
+    free(scratch);
+  }
+  /* Everyone still agrees on the job team's collectives. */
+  CheckSum(g_tm, 1, g_n, "job team after the split");
+  ++g_checks;
+  Finish("split-null");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -627,6 +715,11 @@ static void Misuse(const char *mode) {
                                    GASNET_COLL_OUT_NOSYNC | GASNET_COLL_LOCAL);
     } else if (strcmp(mode, "destroy-primordial") == 0) {
       gex_TM_Destroy(g_tm, NULL, 0);
+    } else if (strcmp(mode, "size-flags") == 0) {
+      gex_TM_t t2 = GEX_TM_INVALID;
+      gex_TM_Split(
+          &t2, g_tm, 0, 0, NULL, 0,
+          GEX_FLAG_TM_SCRATCH_SIZE_MIN | GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED);
     } else {
       CHECK(0, "unknown mode %s", mode);
     }
@@ -648,6 +741,7 @@ int main(int argc, char **argv) {
   CHECK(argc == 2, "usage: team_client MODE");
   const char *mode = argv[1];
   if (strcmp(mode, "split") == 0) Split();
+  if (strcmp(mode, "split-null") == 0) SplitNull();
   if (strcmp(mode, "coll") == 0) Coll();
   if (strcmp(mode, "am") == 0) Am();
   if (strcmp(mode, "pair") == 0) Pair();
