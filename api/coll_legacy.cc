@@ -403,19 +403,13 @@ void gasnet_coll_barrier_notify(gasnet_team_handle_t team, int id, int flags) {
   value.anonymous = (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0;
   value.mismatch = (flags & GASNET_BARRIERFLAG_MISMATCH) != 0;
   value.id = id;
-  t.legacy_id = id;
-  t.legacy_flags = flags;
   t.legacy_pending = gexrt::api::TeamBarrierNotify(t, value);
 }
 
 static int FinishTeamBarrier(gexrt::api::Team& t, int id, int flags,
                              const gexrt::api::Barrier::Value& v) {
   t.legacy_pending = nullptr;
-  const bool anonymous = (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0;
-  const bool same_call =
-      anonymous == ((t.legacy_flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0) &&
-      (anonymous || id == t.legacy_id);
-  return v.mismatch || !same_call ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK;
+  return gexrt::api::Barrier::WaitResult(v, id, flags);
 }
 
 static gexrt::api::Team& PendingTeam(const char* call, const TeamView& v) {

@@ -1069,11 +1069,14 @@ extern uintptr_t gasnet_getMaxGlobalSegmentSize(void);
 extern char *gasnet_getenv(const char *name);
 
 /* Split-phase barrier over all ranks, with optional names. Every rank
- * notifies, then waits (or tries) with the id and flags it notified with.
- * ANONYMOUS: this rank gives no name (matches any); UNNAMED: no rank of
- * this barrier gives a name (an anonymous barrier). A wait returns
- * GASNET_ERR_BARRIER_MISMATCH when two ranks gave different names, or a
- * rank gave GASNET_BARRIERFLAG_MISMATCH. */
+ * notifies, then waits (or tries). ANONYMOUS: this rank gives no name
+ * (matches any); UNNAMED: no rank of this barrier gives a name (an
+ * anonymous barrier). A wait returns GASNET_ERR_BARRIER_MISMATCH when two
+ * ranks notified different names, or a rank notified
+ * GASNET_BARRIERFLAG_MISMATCH, or the wait itself is named (no ANONYMOUS
+ * flag) with an id other than the name some rank gave the barrier; its id
+ * and flags need not repeat the notify's: an anonymous wait matches any
+ * barrier, a named wait any barrier no rank named. */
 #define GASNET_BARRIERFLAG_ANONYMOUS 1
 #define GASNET_BARRIERFLAG_MISMATCH 2
 #define GASNET_BARRIERFLAG_UNNAMED (GASNET_BARRIERFLAG_ANONYMOUS | 8)

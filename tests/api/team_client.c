@@ -671,6 +671,24 @@ static void LegacyOn(gasnet_team_handle_t team) {
     rc = gasnet_coll_barrier(team, me == 0 ? 1 : 2, 0);
     CHECK(rc == GASNET_ERR_BARRIER_MISMATCH, "mismatch not seen: %d", rc);
   }
+  /* The wait's own id and flags (GASNet-1 spec, gasnet_barrier_wait, as
+   * GASNet-EX implements it: checked against the barrier's outcome): an
+   * anonymous notify and a named wait, a named notify and an anonymous
+   * wait, succeed; a named wait with another name than the barrier's is a
+   * mismatch on that rank only. */
+  gasnet_coll_barrier_notify(team, 0, GASNET_BARRIERFLAG_ANONYMOUS);
+  rc = gasnet_coll_barrier_wait(team, (int)me + 3, 0);
+  CHECK(rc == GASNET_OK, "anonymous notify, named wait: %d", rc);
+  gasnet_coll_barrier_notify(team, 9, 0);
+  while ((rc = gasnet_coll_barrier_try(
+              team, 0, GASNET_BARRIERFLAG_ANONYMOUS)) == GASNET_ERR_NOT_READY) {
+  }
+  CHECK(rc == GASNET_OK, "named notify, anonymous try: %d", rc);
+  gasnet_coll_barrier_notify(team, me == 0 ? 0 : 11,
+                             me == 0 ? GASNET_BARRIERFLAG_ANONYMOUS : 0);
+  rc = gasnet_coll_barrier_wait(team, me == n - 1 ? 12 : 11, 0);
+  CHECK(rc == (me == n - 1 && n > 1 ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK),
+        "named wait against the barrier's name: %d", rc);
   g_checks += 1;
 }
 
