@@ -237,12 +237,13 @@ _SUITES = {
         shard_count = 4,
     ),
     # Teams jobs at 1, 2, 3, 4 and 8 ranks (sub-teams, pairs,
-    # gasnet_coll.h); misuse naming the call.
+    # gasnet_coll.h); misuse naming the call. Five shards since the
+    # split-null and legacy-sizes/-allsync modes.
     "team": struct(
         clients = ["team_client"],
         deps = [_STR_FORMAT],
         timeout = "short",
-        shard_count = 4,
+        shard_count = 5,
     ),
     # C++ API jobs at 1-8 ranks, direct and GEX_RMA_FORCE_AM=1, and PAR jobs
     # (also clean under `bazel test --config=tsan //tests/api:cpp_job_test`).

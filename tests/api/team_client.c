@@ -31,6 +31,14 @@
  *            exchange, blocking and _nb, with every IN x OUT sync flag
  *            pair and SINGLE / LOCAL, on GASNET_TEAM_ALL and on a
  *            sub-team; named team barriers, matching and mismatched.
+ *   legacy-sizes  every gasnet_coll.h operation at 1 and 70001 bytes (past
+ *            one AM), gather_all also in place, every IN x OUT x SINGLE /
+ *            LOCAL combination with and without the IN_SEGMENT hints, on
+ *            GASNET_TEAM_ALL and a sub-team.
+ *   legacy-allsync  IN_ALLSYNC: the last rank enters gather_all, gather,
+ *            exchange, broadcast, scatter first; rank 0 then writes its
+ *            source (AM, answered) and enters; every result must hold the
+ *            new source.
  *
  * Misuse (each fatal, naming the call; rank 0 errs):
  *   destroyed-team   gex_Coll_BarrierNB on a destroyed team;
@@ -692,6 +700,236 @@ static void LegacyOn(gasnet_team_handle_t team) {
   g_checks += 1;
 }
 
+/* legacy-sizes: gasnet_coll.h's gather_all (and gather, exchange,
+ * broadcast, scatter) at sizes beyond one Active Message and with the
+ * source inside the destination (its own piece, in place), every flag
+ * combination (GASNet-1 collectives: IN_/OUT_ NOSYNC, MYSYNC, ALLSYNC x
+ * SINGLE, LOCAL x the IN_SEGMENT hints), on `team`. */
+static void LegacySizesOn(gasnet_team_handle_t team) {
+  static const size_t kSizes[] = {1, 70001};
+  const gex_Rank_t n = gex_TM_QuerySize(team);
+  const gex_Rank_t me = gex_TM_QueryRank(team);
+  const size_t most = 70001;
+  unsigned char *src = malloc(n * most), *dst = malloc(n * most);
+  CHECK(src != NULL && dst != NULL, "malloc");
+  for (size_t z = 0; z < sizeof kSizes / sizeof kSizes[0]; ++z) {
+    const size_t kN = kSizes[z];
+    for (int a = 0; a < 2; ++a) {
+      for (int i = 0; i < 3; ++i) {
+        for (int o = 0; o < 3; ++o) {
+          const int seg = (i + o + a) % 2 == 0 ? 0
+                                               : GASNET_COLL_SRC_IN_SEGMENT |
+                                                     GASNET_COLL_DST_IN_SEGMENT;
+          const int flags = kIns[i] | kOuts[o] | kAddrs[a] | seg;
+          const gex_Rank_t root = (gex_Rank_t)(i + o + z) % n;
+          /* gather_all from a separate source */
+          for (size_t k = 0; k < kN; ++k) src[k] = Piece(me, root, k);
+          memset(dst, 0, n * kN);
+          gasnet_coll_gather_all(team, dst, src, kN, flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            CheckBytes(dst + j * kN, j, root, kN, "gather_all", flags);
+          }
+          /* gather_all in place: the source is this rank's own piece of
+           * the destination */
+          memset(dst, 0, n * kN);
+          for (size_t k = 0; k < kN; ++k) dst[me * kN + k] = Piece(me, root, k);
+          gasnet_coll_gather_all(team, dst, dst + me * kN, kN, flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            CheckBytes(dst + j * kN, j, root, kN, "gather_all in place", flags);
+          }
+          /* gather to root */
+          memset(dst, 0, n * kN);
+          gasnet_coll_gather(team, root, dst, src, kN, flags);
+          if (me == root) {
+            for (gex_Rank_t j = 0; j < n; ++j) {
+              CheckBytes(dst + j * kN, j, root, kN, "gather", flags);
+            }
+          }
+          /* exchange */
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            for (size_t k = 0; k < kN; ++k) src[j * kN + k] = Piece(me, j, k);
+          }
+          memset(dst, 0, n * kN);
+          gasnet_coll_exchange(team, dst, src, kN, flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            CheckBytes(dst + j * kN, j, me, kN, "exchange", flags);
+          }
+          /* broadcast and scatter */
+          for (size_t k = 0; k < kN; ++k) src[k] = Piece(me, n, k);
+          memset(dst, 0, n * kN);
+          gasnet_coll_broadcast(team, dst, root, src, kN, flags);
+          CheckBytes(dst, root, n, kN, "broadcast", flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            for (size_t k = 0; k < kN; ++k) src[j * kN + k] = Piece(me, j, k);
+          }
+          memset(dst, 0, n * kN);
+          gasnet_coll_scatter(team, dst, root, src, kN, flags);
+          CheckBytes(dst, root, me, kN, "scatter", flags);
+          gex_Coll_BarrierBlocking(team, 0);
+        }
+      }
+    }
+    ++g_checks;
+  }
+  free(src);
+  free(dst);
+}
+
+static void LegacySizes(void) {
+  LegacySizesOn(GASNET_TEAM_ALL);
+  gex_Rank_t members[64], size;
+  gex_TM_t team = SplitParity(members, &size);
+  LegacySizesOn(team);
+  gex_TM_Destroy(team, NULL, 0);
+  Finish("legacy-sizes");
+}
+
+/* legacy-allsync: GASNET_COLL_IN_ALLSYNC (GASNet-1 collectives: no data
+ * moves until every rank has entered; the mode for input that other ranks
+ * may still be writing, e.g. with a Put, before they enter). The last rank
+ * v enters gather_all / gather / exchange (and broadcast, scatter) first,
+ * non-blocking, and tells rank 0; only then does rank 0 write new input
+ * into v's source (an AM Request whose handler writes it, answered before
+ * rank 0 goes on: as a completed Put) and enter. Every result must hold
+ * the new input: a rank that read its source when it entered, before
+ * everyone had, delivers the old. SINGLE and LOCAL, every OUT_ mode. */
+enum { kAllsyncN = 4099, kAllsyncChunk = 512 };
+static unsigned char g_allsync_src[64 * kAllsyncN];
+static volatile int g_allsync_entered;
+static volatile int g_allsync_written;
+
+static void AllsyncEntered(gex_Token_t token) {
+  (void)token;
+  g_allsync_entered = g_allsync_entered + 1;
+}
+static void AllsyncWritten(gex_Token_t token) {
+  (void)token;
+  g_allsync_written = g_allsync_written + 1;
+}
+static gex_AM_Index_t g_allsync_written_index;
+static void AllsyncWrite(gex_Token_t token, void *buf, size_t nbytes,
+                         gex_AM_Arg_t offset) {
+  memcpy(g_allsync_src + (size_t)offset, buf, nbytes);
+  gex_AM_ReplyShort0(token, g_allsync_written_index, 0);
+}
+
+static void LegacyAllsync(void) {
+  gex_AM_Entry_t entries[3] = {
+      {0, (gex_AM_Fn_t)AllsyncEntered, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST,
+       0, NULL, "allsync entered"},
+      {0, (gex_AM_Fn_t)AllsyncWritten, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0,
+       NULL, "allsync written"},
+      {0, (gex_AM_Fn_t)AllsyncWrite, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST,
+       1, NULL, "allsync write"}};
+  CHECK(gex_EP_RegisterHandlers(g_ep, entries, 3) == GASNET_OK, "register");
+  g_allsync_written_index = entries[1].gex_index;
+  CHECK(g_n <= 64, "at most 64 ranks");
+  Barrier();
+  const gex_Rank_t n = g_n, me = g_me, v = g_n - 1;
+  const size_t kN = kAllsyncN;
+  unsigned char *dst = malloc(n * kN), *fresh = malloc(n * kN);
+  CHECK(dst != NULL && fresh != NULL, "malloc");
+  int round = 0;
+  for (int a = 0; a < 2; ++a) {
+    for (int o = 0; o < 3; ++o) {
+      for (int op = 0; op < 5; ++op, ++round) {
+        const int flags = GASNET_COLL_IN_ALLSYNC | kOuts[o] | kAddrs[a];
+        const gex_Rank_t root = (gex_Rank_t)round % n;
+        /* Old input everywhere (0x00), the new input for v's source. */
+        const size_t srclen = (op == 2 || op == 4) ? n * kN : kN;
+        memset(g_allsync_src, 0, srclen);
+        for (size_t k = 0; k < srclen; ++k) {
+          fresh[k] = op == 2 || op == 4
+                         ? Piece(me == v ? v : me, (gex_Rank_t)(k / kN), k % kN)
+                         : Piece(me == v ? v : me, root, k);
+        }
+        if (me != v || n == 1) memcpy(g_allsync_src, fresh, srclen);
+        for (size_t k = 0; k < srclen && n > 1; ++k) {
+          fresh[k] = op == 2 || op == 4 ? Piece(v, (gex_Rank_t)(k / kN), k % kN)
+                                        : Piece(v, root, k);
+        }
+        memset(dst, 0, n * kN);
+        Barrier();
+        gasnet_coll_handle_t h = GASNET_COLL_INVALID_HANDLE;
+        if (n > 1 && me == 0) {
+          /* Wait until v has entered, then give it its input. */
+          GASNET_BLOCKUNTIL(g_allsync_entered == round + 1);
+          for (size_t off = 0; off < srclen; off += kAllsyncChunk) {
+            const int written = g_allsync_written;
+            const size_t len =
+                srclen - off < kAllsyncChunk ? srclen - off : kAllsyncChunk;
+            CHECK(gex_AM_RequestMedium1(g_tm, v, entries[2].gex_index,
+                                        fresh + off, len, GEX_EVENT_NOW, 0,
+                                        (gex_AM_Arg_t)off) == GASNET_OK,
+                  "write request");
+            GASNET_BLOCKUNTIL(g_allsync_written == written + 1);
+          }
+        }
+        switch (op) {
+          case 0:
+            h = gasnet_coll_gather_all_nb(GASNET_TEAM_ALL, dst, g_allsync_src,
+                                          kN, flags);
+            break;
+          case 1:
+            h = gasnet_coll_gather_nb(GASNET_TEAM_ALL, root, dst, g_allsync_src,
+                                      kN, flags);
+            break;
+          case 2:
+            h = gasnet_coll_exchange_nb(GASNET_TEAM_ALL, dst, g_allsync_src, kN,
+                                        flags);
+            break;
+          case 3:
+            h = gasnet_coll_broadcast_nb(GASNET_TEAM_ALL, dst, v, g_allsync_src,
+                                         kN, flags);
+            break;
+          default:
+            h = gasnet_coll_scatter_nb(GASNET_TEAM_ALL, dst, v, g_allsync_src,
+                                       kN, flags);
+            break;
+        }
+        if (n > 1 && me == v) {
+          CHECK(gex_AM_RequestShort0(g_tm, 0, entries[0].gex_index, 0) ==
+                    GASNET_OK,
+                "entered request");
+        }
+        gasnet_coll_wait_sync(h);
+        switch (op) {
+          case 0:
+            for (gex_Rank_t j = 0; j < n; ++j) {
+              CheckBytes(dst + j * kN, j, root, kN, "IN_ALLSYNC gather_all",
+                         flags);
+            }
+            break;
+          case 1:
+            if (me == root) {
+              for (gex_Rank_t j = 0; j < n; ++j) {
+                CheckBytes(dst + j * kN, j, root, kN, "IN_ALLSYNC gather",
+                           flags);
+              }
+            }
+            break;
+          case 2:
+            for (gex_Rank_t j = 0; j < n; ++j) {
+              CheckBytes(dst + j * kN, j, me, kN, "IN_ALLSYNC exchange", flags);
+            }
+            break;
+          case 3:
+            CheckBytes(dst, v, root, kN, "IN_ALLSYNC broadcast", flags);
+            break;
+          default:
+            CheckBytes(dst, v, me, kN, "IN_ALLSYNC scatter", flags);
+            break;
+        }
+        Barrier();
+      }
+    }
+  }
+  ++g_checks;
+  free(dst);
+  free(fresh);
+  Finish("legacy-allsync");
+}
+
 static void Legacy(void) {
   gasnet_coll_dumpProfile(NULL, GASNET_TEAM_ALL);
   gasnet_coll_dumpTuningState(NULL, GASNET_TEAM_ALL);
@@ -765,6 +1003,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "pair") == 0) Pair();
   if (strcmp(mode, "create") == 0) Create();
   if (strcmp(mode, "legacy") == 0) Legacy();
+  if (strcmp(mode, "legacy-sizes") == 0) LegacySizes();
+  if (strcmp(mode, "legacy-allsync") == 0) LegacyAllsync();
   Misuse(mode);
   return 0;
 }

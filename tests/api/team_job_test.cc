@@ -29,6 +29,8 @@ long long ExpectedChecks(const std::string& mode, int n, int r) {
   if (mode == "pair") return 4;
   if (mode == "create") return r % 2 == 0 ? 2 : 0;
   if (mode == "legacy") return 2 * (36 * 5 + 3 + 1);
+  if (mode == "legacy-sizes") return 2 * 2;
+  if (mode == "legacy-allsync") return 1;
   return -1;
 }
 
@@ -46,7 +48,8 @@ TEST_P(TeamJobTest, EveryRankGetsTheRightResult) {
 INSTANTIATE_TEST_SUITE_P(
     ModesAndRanks, TeamJobTest,
     ::testing::Combine(::testing::Values("split", "split-null", "coll", "am",
-                                         "pair", "create", "legacy"),
+                                         "pair", "create", "legacy",
+                                         "legacy-sizes", "legacy-allsync"),
                        ::testing::Values(1, 2, 3, 4, 8)),
     [](const auto& info) {
       return absl::StrFormat("%s_n%d", TestName(std::get<0>(info.param)),
