@@ -41,6 +41,15 @@ Barrier::Value Barrier::Merge(const Value& a, const Value& b) {
   return r;
 }
 
+int Barrier::WaitResult(const Value& outcome, int id, int flags) {
+  if (outcome.mismatch) return GASNET_ERR_BARRIER_MISMATCH;
+  const bool named_wait = (flags & GASNET_BARRIERFLAG_ANONYMOUS) == 0;
+  if (named_wait && !outcome.anonymous && outcome.id != id) {
+    return GASNET_ERR_BARRIER_MISMATCH;
+  }
+  return GASNET_OK;
+}
+
 Barrier::~Barrier() {
   for (Event* e : free_events_) delete e;
 }

@@ -49,6 +49,16 @@ class Barrier {
     int32_t id = 0;
   };
   static Value Merge(const Value& a, const Value& b);
+  // What gasnet_barrier_wait / _try (and gasnet_coll_barrier_wait / _try)
+  // return for the barrier whose merged notifies were `outcome`, waited
+  // with `id` and `flags` (GASNet-1 spec, gasnet_barrier_wait; as GASNet-EX
+  // implements it, the wait's name is checked against the barrier's, not
+  // against this rank's notify): GASNET_ERR_BARRIER_MISMATCH when the
+  // notifies disagreed (two names, or GASNET_BARRIERFLAG_MISMATCH), or when
+  // the wait is named (no GASNET_BARRIERFLAG_ANONYMOUS) and some rank named
+  // the barrier with another id; GASNET_OK otherwise. So an anonymous wait
+  // matches any barrier, and a named wait any barrier no rank named.
+  static int WaitResult(const Value& outcome, int id, int flags);
 
   static constexpr uint32_t kWindow = 16;
 

@@ -394,33 +394,73 @@ void gex_Event_Wait(gex_Event_t event) {
 }
 
 // The array forms; `call` names the C API call for messages.
-static int TestSome(const char* call, gex_Event_t* events, size_t n) {
-  Progress(RuntimeFor(call));
-  bool any = false;
-  bool all_invalid = true;
+//
+// A root event retires its GEX_EC_LC leaf with it (rma/event.h), and one
+// array may hold both (GASNet-EX spec, Events: the lc_opt of a PutNB may
+// point into the very array its root goes to; entries completed are set
+// to GEX_EVENT_INVALID, GEX_EVENT_INVALID entries are ignored). So a sweep
+// settles the leaf entries first, and a root found complete while some
+// leaf entry is still pending (its local completion came in between)
+// clears the entries of its own leaf before it is retired: no entry is
+// left holding a retired handle, whatever the order of the array. No lock,
+// no allocation; the extra scan runs only in that race.
+// Returns how many entries it completed; *left: how many remain.
+static size_t SweepEvents(const char* call, gex_Event_t* events, size_t n,
+                          size_t* left) {
+  using gexrt::rma::Operation;
+  size_t done = 0;
+  size_t pending_leaves = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (events[i] == GEX_EVENT_INVALID) continue;
-    all_invalid = false;
-    if (EventDone(call, events[i])) {
+    const gex_Event_t e = events[i];
+    if (e == GEX_EVENT_INVALID || e == GEX_EVENT_NO_OP) continue;
+    gexrt::api::CheckLiveEvent(call, e);
+    if (!Operation::IsLeaf(e)) continue;
+    if (e->test(e)) {
       events[i] = GEX_EVENT_INVALID;
-      any = true;
+      ++done;
+    } else {
+      ++pending_leaves;
     }
   }
-  return any || all_invalid ? GASNET_OK : GASNET_ERR_NOT_READY;
+  for (size_t i = 0; i < n; ++i) {
+    const gex_Event_t e = events[i];
+    if (e == GEX_EVENT_INVALID) continue;
+    if (e != GEX_EVENT_NO_OP) {
+      if (Operation::IsLeaf(e)) continue;  // Pending: its root is too.
+      if (pending_leaves != 0 && Operation::Is(e)) {
+        auto* op = static_cast<Operation*>(e);
+        if (!op->Done()) continue;
+        for (size_t j = 0; j < n; ++j) {
+          if (events[j] == op->lc_leaf()) {
+            events[j] = GEX_EVENT_INVALID;
+            ++done;
+            --pending_leaves;
+          }
+        }
+      }
+    }
+    if (EventDone(call, e)) {
+      events[i] = GEX_EVENT_INVALID;
+      ++done;
+    }
+  }
+  *left = 0;
+  for (size_t i = 0; i < n; ++i) *left += events[i] != GEX_EVENT_INVALID;
+  return done;
+}
+
+static int TestSome(const char* call, gex_Event_t* events, size_t n) {
+  Progress(RuntimeFor(call));
+  size_t left;
+  const size_t done = SweepEvents(call, events, n, &left);
+  return done != 0 || left == 0 ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
 static int TestAll(const char* call, gex_Event_t* events, size_t n) {
   Progress(RuntimeFor(call));
-  bool all = true;
-  for (size_t i = 0; i < n; ++i) {
-    if (events[i] == GEX_EVENT_INVALID) continue;
-    if (EventDone(call, events[i])) {
-      events[i] = GEX_EVENT_INVALID;
-    } else {
-      all = false;
-    }
-  }
-  return all ? GASNET_OK : GASNET_ERR_NOT_READY;
+  size_t left;
+  SweepEvents(call, events, n, &left);
+  return left == 0 ? GASNET_OK : GASNET_ERR_NOT_READY;
 }
 
 int gex_Event_TestSome(gex_Event_t* events, size_t n, gex_Flags_t) {

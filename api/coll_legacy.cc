@@ -107,6 +107,11 @@ struct LegacyOp : gex_Event_opaque {
   Collectives::Call data;
   size_t elem = 0;  // OrBytes' element size.
   std::vector<unsigned char> tmp;
+  // A gather's source: copied into its row of tmp when the data step
+  // starts, not when the call is made (under IN_ALLSYNC other ranks may
+  // still be writing it until every rank has entered).
+  const void* gather_src = nullptr;
+  size_t gather_row = 0;
   Finish finish = Finish::kNone;
   unsigned char* dst = nullptr;
   size_t nbytes = 0;
@@ -125,6 +130,10 @@ bool Advance(LegacyOp& op) {
       case 0:
         op.stage = 1;
         if (op.has_data) {
+          if (op.gather_src != nullptr) {
+            std::memcpy(op.tmp.data() + size_t{op.me} * op.gather_row,
+                        op.gather_src, op.gather_row);
+          }
           if (op.data.dst == nullptr) op.data.dst = op.tmp.data();
           op.current = op.coll->Start(op.data, op.seq_data);
         }
@@ -205,9 +214,11 @@ void PaddedGather(LegacyOp* op, const TeamView& v, long root, void* dst,
   const size_t row = pieces * nbytes;
   const size_t total = size_t{v.size} * row;
   op->tmp.assign(total, 0);
-  // The source is copied into the padded buffer now: the reduction reads
-  // tmp as its source and writes the destination (or tmp itself).
-  std::memcpy(op->tmp.data() + size_t{v.rank} * row, src, row);
+  // The source goes into the padded buffer when the data step starts
+  // (Advance): the reduction reads tmp as its source and writes the
+  // destination (or tmp itself).
+  op->gather_src = src;
+  op->gather_row = row;
   op->elem = total;
   Collectives::Call& c = op->data;
   c.kind = root < 0 ? Collectives::Kind::kReduceToAll
@@ -403,19 +414,13 @@ void gasnet_coll_barrier_notify(gasnet_team_handle_t team, int id, int flags) {
   value.anonymous = (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0;
   value.mismatch = (flags & GASNET_BARRIERFLAG_MISMATCH) != 0;
   value.id = id;
-  t.legacy_id = id;
-  t.legacy_flags = flags;
   t.legacy_pending = gexrt::api::TeamBarrierNotify(t, value);
 }
 
 static int FinishTeamBarrier(gexrt::api::Team& t, int id, int flags,
                              const gexrt::api::Barrier::Value& v) {
   t.legacy_pending = nullptr;
-  const bool anonymous = (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0;
-  const bool same_call =
-      anonymous == ((t.legacy_flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0) &&
-      (anonymous || id == t.legacy_id);
-  return v.mismatch || !same_call ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK;
+  return gexrt::api::Barrier::WaitResult(v, id, flags);
 }
 
 static gexrt::api::Team& PendingTeam(const char* call, const TeamView& v) {

@@ -22,11 +22,9 @@ gex_EP_t g_ep = nullptr;
 gex_TM_t g_tm = nullptr;
 gex_Segment_t g_segment = nullptr;
 
-// What the pending gasnet_barrier_notify said, for its wait, and the last
+// The pending gasnet_barrier_notify's event, for its wait, and the last
 // completed barrier's outcome (gasnet_barrier_result).
 struct LegacyBarrier {
-  int id = 0;
-  int flags = 0;
   gex_Event_t pending = nullptr;  // Between notify and wait.
   Barrier::Value last;
 };
@@ -42,12 +40,8 @@ gex_Event_t PendingBarrier(const char* call) {
 int FinishBarrier(Runtime& rt, int id, int flags, const Barrier::Value& v) {
   g_barrier.pending = nullptr;
   g_barrier.last = v;
-  const bool anonymous = (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0;
-  const bool same_call = (flags & GASNET_BARRIERFLAG_ANONYMOUS) ==
-                             (g_barrier.flags & GASNET_BARRIERFLAG_ANONYMOUS) &&
-                         (anonymous || id == g_barrier.id);
   (void)rt;
-  return v.mismatch || !same_call ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK;
+  return Barrier::WaitResult(v, id, flags);
 }
 
 }  // namespace
@@ -188,8 +182,6 @@ void gasnet_barrier_notify(int id, int flags) {
         "for (gasnet_barrier_wait)",
         kCall);
   }
-  g_barrier.id = id;
-  g_barrier.flags = flags;
   g_barrier.pending =
       rt.barrier.Notify(id, (flags & GASNET_BARRIERFLAG_ANONYMOUS) != 0,
                         (flags & GASNET_BARRIERFLAG_MISMATCH) != 0);

@@ -177,10 +177,31 @@ void IdTaken(uint32_t id) {
   if (reg.next_id <= id) reg.next_id = id + 1;
 }
 
-// The scratch-size queries: this implementation needs no scratch space (its
-// team collectives keep their own buffers), so both sizes are 0.
+// The scratch-size queries (GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED, and the
+// deprecated _MIN). The team collectives here keep their own buffers and
+// never touch the scratch a client grants (it is handed back by
+// gex_TM_Destroy), but the specification has a caller that will join a
+// team get a positive size, single-valued over the team: a page, and a
+// cache line as the minimum. A caller that will join none gets 0. The
+// query makes no team, writes nothing and needs no communication.
 constexpr gex_Flags_t kSizeQuery =
     GEX_FLAG_TM_SCRATCH_SIZE_MIN | GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED;
+constexpr size_t kScratchRecommended = 4096;
+constexpr size_t kScratchMin = 64;
+
+// The answer to a size query in `flags` by a caller that joins a team
+// (`joins`); both flags at once are a fatal error naming `call`.
+size_t ScratchSize(const char* call, gex_Flags_t flags, bool joins) {
+  if ((flags & kSizeQuery) == kSizeQuery) {
+    FatalErrorF(
+        "%s: GEX_FLAG_TM_SCRATCH_SIZE_MIN and "
+        "GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED are mutually exclusive",
+        call);
+  }
+  if (!joins) return 0;
+  return (flags & GEX_FLAG_TM_SCRATCH_SIZE_MIN) != 0 ? kScratchMin
+                                                     : kScratchRecommended;
+}
 
 void CheckNotInHandler(const char* call) {
   if (ABSL_PREDICT_FALSE(am::HandlerContext::InHandler())) {
@@ -299,16 +320,20 @@ size_t gex_TM_Split(gex_TM_t* new_tm_p, gex_TM_t parent_tm, int color, int key,
   static constexpr char kCall[] = "gex_TM_Split";
   const gexrt::ScopedCurrentCall current(kCall);
   const TeamView parent = gexrt::api::CollTeam(kCall, parent_tm);
-  if (flags & gexrt::api::kSizeQuery) return 0;  // Local: no team made.
+  // A caller with NULL new_tm_p (or, our extension, a negative colour such
+  // as GEX_TM_NO_COLOR) takes part in the collective but joins no team.
+  const bool member = new_tm_p != nullptr && color >= 0;
+  if (flags & gexrt::api::kSizeQuery) {
+    // Collective over parent_tm, but no team made and nothing written.
+    return gexrt::api::ScratchSize(kCall, flags, member);
+  }
   gexrt::api::CheckNotInHandler(kCall);
-  if (new_tm_p == nullptr) gexrt::FatalErrorF("%s: new_tm_p is NULL", kCall);
   Runtime& rt = *gexrt::api::g_runtime;
-  const bool member = color >= 0;  // GEX_TM_NO_COLOR and negatives: none.
   const uint64_t mine[3] = {
       static_cast<uint64_t>(static_cast<int64_t>(member ? color : -1)),
       static_cast<uint64_t>(static_cast<int64_t>(key)), gexrt::api::NextId()};
   const std::vector<uint64_t> all = gexrt::api::AllGather(rt, parent, mine, 3);
-  *new_tm_p = GEX_TM_INVALID;
+  if (new_tm_p != nullptr) *new_tm_p = GEX_TM_INVALID;
   if (member) {
     // The parent ranks of my colour, by key then parent rank.
     std::vector<Rank> order;
@@ -346,7 +371,10 @@ size_t gex_TM_Create(gex_TM_t* new_tms, size_t num_new_tms, gex_TM_t parent_tm,
   static constexpr char kCall[] = "gex_TM_Create";
   const gexrt::ScopedCurrentCall current(kCall);
   const TeamView parent = gexrt::api::CollTeam(kCall, parent_tm);
-  if (flags & gexrt::api::kSizeQuery) return 0;
+  if (flags & gexrt::api::kSizeQuery) {
+    // A caller naming members will join a team; one naming none will not.
+    return gexrt::api::ScratchSize(kCall, flags, numargs != 0);
+  }
   gexrt::api::CheckNotInHandler(kCall);
   Runtime& rt = *gexrt::api::g_runtime;
   if (num_new_tms > 1) {

@@ -49,8 +49,6 @@ struct Team : gex_TM_opaque {
   size_t scratch_size = 0;
   // gasnet_coll_barrier_notify/_wait on this team.
   gex_Event_t legacy_pending = nullptr;
-  int legacy_id = 0;
-  int legacy_flags = 0;
 };
 
 // The live sub-team or pair `tm` (not the primordial team), or a fatal

@@ -55,6 +55,7 @@
 #include "am/token.h"
 #include "api/runtime.h"
 #include "api/team.h"
+#include "api/vis_extent.h"
 #include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/thread_scratch.h"
@@ -467,9 +468,6 @@ class Shape {
       }
       const ptrdiff_t l = local_strides[k];
       const ptrdiff_t r = remote_strides[k];
-      const auto c = static_cast<ptrdiff_t>(count[k] - 1);
-      (l < 0 ? local_lo_ : local_hi_) += c * l;
-      (r < 0 ? remote_lo_ : remote_hi_) += c * r;
       if (count[k] == 1) continue;
       if (n_ > 0) {
         Level& below = levels_[n_ - 1];
@@ -504,12 +502,6 @@ class Shape {
   size_t elemsz() const { return elemsz_; }
   size_t levels() const { return n_; }
   const Level* level() const { return levels_; }
-  // The extent of the shape on each side, relative to its base address:
-  // [lo, hi + element) holds every element.
-  ptrdiff_t local_lo() const { return local_lo_; }
-  ptrdiff_t local_hi() const { return local_hi_; }
-  ptrdiff_t remote_lo() const { return remote_lo_; }
-  ptrdiff_t remote_hi() const { return remote_hi_; }
 
  private:
   static constexpr size_t kInline = 16;
@@ -519,7 +511,6 @@ class Shape {
   size_t n_ = 0;
   size_t elemsz_ = 0;
   size_t total_ = 0;
-  ptrdiff_t local_lo_ = 0, local_hi_ = 0, remote_lo_ = 0, remote_hi_ = 0;
 };
 
 // Copies `n` bytes, a multiple of 64, as 64-byte blocks the compiler
@@ -922,12 +913,23 @@ Outcome RunStrided(const char* call, Form form, bool put, gex_TM_t tm,
   const auto lb = reinterpret_cast<uintptr_t>(local_base);
   const auto rb = reinterpret_cast<uintptr_t>(remote_base);
   const size_t e = shape.elemsz();
+  // The bytes each side's elements cover, from the caller's element size
+  // and every level (api/vis_extent.h), not from the folded shape.
+  StridedExtent lx, rx;
+  if (ABSL_PREDICT_FALSE(!ComputeStridedExtent(
+          elemsz, count, put ? srcstrides : dststrides, stridelevels, &lx))) {
+    FatalErrorF("%s: %s times count overflows the address space", call,
+                put ? "srcstrides" : "dststrides");
+  }
+  if (ABSL_PREDICT_FALSE(!ComputeStridedExtent(
+          elemsz, count, put ? dststrides : srcstrides, stridelevels, &rx))) {
+    FatalErrorF("%s: %s times count overflows the address space", call,
+                put ? "dststrides" : "srcstrides");
+  }
   CheckLocal(call, put ? "srcaddr's elements" : "dstaddr's elements",
-             lb == 0 ? 0 : lb + shape.local_lo(),
-             static_cast<size_t>(shape.local_hi() - shape.local_lo()) + e);
-  const uintptr_t rlo = rb + static_cast<uintptr_t>(shape.remote_lo());
-  const size_t rspan =
-      static_cast<size_t>(shape.remote_hi() - shape.remote_lo()) + e;
+             lb == 0 ? 0 : lb + static_cast<uintptr_t>(lx.lo), lx.bytes);
+  const uintptr_t rlo = rb + static_cast<uintptr_t>(rx.lo);
+  const size_t rspan = rx.bytes;
   if (ABSL_PREDICT_FALSE(rlo + rspan < rlo)) {
     FatalErrorF("%s: %s's elements wrap the address space", call,
                 put ? "dstaddr" : "srcaddr");
@@ -936,9 +938,9 @@ Outcome RunStrided(const char* call, Form form, bool put, gex_TM_t tm,
               rlo, rspan);
   rma::SegmentEntry entry;
   if (Mapped(rt, rank, &entry) != nullptr) {
-    auto* remote = static_cast<unsigned char*>(rt.segments.Translate(
-                       rank, rb + shape.remote_lo(), rspan)) -
-                   shape.remote_lo();
+    auto* remote =
+        static_cast<unsigned char*>(rt.segments.Translate(rank, rlo, rspan)) -
+        rx.lo;
     auto* local = static_cast<unsigned char*>(local_base);
     if (put) {
       CopyLevels<true>(shape.level(), shape.levels(), e, local, remote);

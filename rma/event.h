@@ -75,6 +75,10 @@ class Operation final : public gex_Event_opaque {
 
   // Whether `e` (a live event) is an Operation.
   static bool Is(const gex_Event_opaque* e) { return e->test == &TestRoot; }
+  // Whether `e` (a live event) is an Operation's GEX_EC_LC leaf. A leaf is
+  // retired with its root: the array syncs (gex_Event_{Test,Wait}{All,
+  // Some}) settle leaf entries before their roots' for that reason.
+  static bool IsLeaf(const gex_Event_opaque* e) { return e->test == &TestLeaf; }
 
   // Remote completion of the whole operation (data delivered by a Put or
   // arrived for a Get).

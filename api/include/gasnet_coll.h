@@ -29,7 +29,8 @@
  *   GASNET_COLL_IN_MYSYNC    a rank's own buffers are touched only after it
  *                            has entered;
  *   GASNET_COLL_IN_ALLSYNC   no buffer is read or written before every rank
- *                            has entered (a barrier first);
+ *                            has entered (a barrier first), so other ranks
+ *                            may write a source (a Put) until they enter;
  *   GASNET_COLL_OUT_NOSYNC   a rank may complete before others have;
  *   GASNET_COLL_OUT_MYSYNC   a rank completes once its own buffers are
  *                            final (its source read, its destination

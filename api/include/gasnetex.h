@@ -425,15 +425,19 @@ extern gex_Rank_t gex_TM_TranslateJobrankToRank(gex_TM_t tm,
 
 /* Teams. gex_TM_Split (collective over parent_tm) makes one team per
  * colour from the callers with that colour, ordered by key then by parent
- * rank; a caller with GEX_TM_NO_COLOR (or any negative colour) joins none
- * and gets GEX_TM_INVALID. gex_TM_Create (collective over parent_tm): each
- * caller names its new team's members in team order (parent ranks, or job
- * ranks with GEX_FLAG_RANK_IS_JOBRANK; primordial endpoints only), the same
- * list on every member; a caller with numargs 0 joins none. With
- * GEX_FLAG_TM_SCRATCH_SIZE_MIN or _RECOMMENDED either call only returns
- * the scratch size it wants (0 here: this implementation needs none; the
- * scratch a caller passes is accepted, left untouched and handed back by
- * gex_TM_Destroy) and makes nothing. gex_TM_Destroy (collective over the
+ * rank; a caller passing NULL new_tm_p takes part but joins none (whatever
+ * its colour), and one with GEX_TM_NO_COLOR (or any negative colour: the
+ * specification asks for non-negative colours, this is our extension)
+ * joins none and gets GEX_TM_INVALID. gex_TM_Create (collective over
+ * parent_tm): each caller names its new team's members in team order
+ * (parent ranks, or job ranks with GEX_FLAG_RANK_IS_JOBRANK; primordial
+ * endpoints only), the same list on every member; a caller with numargs 0
+ * joins none. With GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED (or the deprecated
+ * _MIN; not both) either call is a collective query that makes nothing and
+ * writes nothing: it returns the scratch size to pass (4096 here, _MIN 64,
+ * the same on every caller) to a caller that would join a team, 0 to one
+ * that would not. The scratch a caller passes is accepted, left untouched
+ * and handed back by gex_TM_Destroy. gex_TM_Destroy (collective over the
  * team) ends a sub-team; it returns non-zero when it filled *scratch_p.
  * gex_TM_Pair names the pair (local_ep, the endpoint remote_ep_index of
  * whichever rank a call addresses): no collective creation, ranks are job
@@ -1043,11 +1047,14 @@ extern uintptr_t gasnet_getMaxGlobalSegmentSize(void);
 extern char *gasnet_getenv(const char *name);
 
 /* Split-phase barrier over all ranks, with optional names. Every rank
- * notifies, then waits (or tries) with the id and flags it notified with.
- * ANONYMOUS: this rank gives no name (matches any); UNNAMED: no rank of
- * this barrier gives a name (an anonymous barrier). A wait returns
- * GASNET_ERR_BARRIER_MISMATCH when two ranks gave different names, or a
- * rank gave GASNET_BARRIERFLAG_MISMATCH. */
+ * notifies, then waits (or tries). ANONYMOUS: this rank gives no name
+ * (matches any); UNNAMED: no rank of this barrier gives a name (an
+ * anonymous barrier). A wait returns GASNET_ERR_BARRIER_MISMATCH when two
+ * ranks notified different names, or a rank notified
+ * GASNET_BARRIERFLAG_MISMATCH, or the wait itself is named (no ANONYMOUS
+ * flag) with an id other than the name some rank gave the barrier; its id
+ * and flags need not repeat the notify's: an anonymous wait matches any
+ * barrier, a named wait any barrier no rank named. */
 #define GASNET_BARRIERFLAG_ANONYMOUS 1
 #define GASNET_BARRIERFLAG_MISMATCH 2
 #define GASNET_BARRIERFLAG_UNNAMED (GASNET_BARRIERFLAG_ANONYMOUS | 8)

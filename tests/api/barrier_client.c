@@ -31,6 +31,12 @@
  *             different ids while the rest are anonymous: every rank's wait
  *             returns GASNET_ERR_BARRIER_MISMATCH. After each, a matching
  *             named barrier succeeds again with the right result.
+ *   wait-flags  gasnet_barrier_wait and _try given other flags or ids
+ *             than their notify: an anonymous (or unnamed) wait after a
+ *             named notify, a named wait after anonymous notifies (any id
+ *             when no rank named the barrier; the barrier's name when one
+ *             did, a mismatch on that rank otherwise), a named wait with
+ *             another name, and notify mismatches seen by anonymous waits.
  *   nb        gex_Coll_BarrierNB with gex_Event_Test polling (NOT_READY on
  *             every rank but 0 while rank 0 has not started it), with
  *             gex_Event_Wait, gex_Coll_BarrierBlocking, legacy and gex
@@ -268,6 +274,97 @@ static void ModeMismatch(void) {
   }
 }
 
+/* A split-phase legacy barrier notified with (nid, nflags) and waited
+ * (or, `try_`, tried until ready) with (wid, wflags), checked to return
+ * `expected` on this rank. */
+static void NotifyWait(int nid, int nflags, int wid, int wflags, int try_,
+                       int expected, const char *what) {
+  int rc;
+  Arrive();
+  gasnet_barrier_notify(nid, nflags);
+  if (try_) {
+    while ((rc = gasnet_barrier_try(wid, wflags)) == GASNET_ERR_NOT_READY) {
+      gasnet_AMPoll();
+    }
+  } else {
+    rc = gasnet_barrier_wait(wid, wflags);
+  }
+  CHECK(rc == expected,
+        "%s: notify(%d, %d) then %s(%d, %d) returned %d (%s), expected %s",
+        what, nid, nflags, try_ ? "gasnet_barrier_try" : "gasnet_barrier_wait",
+        wid, wflags, rc, gasnet_ErrorName(rc), gasnet_ErrorName(expected));
+  Left(what);
+}
+
+/* wait-flags: the rules of gasnet_barrier_wait/try for the id and flags
+ * they are given (GASNet-1 spec, gasnet_barrier_notify/wait/try; as
+ * GASNet-EX implements them, the wait's name is checked against the
+ * barrier's outcome, the name any rank notified, not repeated from this
+ * rank's notify):
+ *   - an anonymous wait (GASNET_BARRIERFLAG_ANONYMOUS or _UNNAMED) matches
+ *     any outcome: after a named or an anonymous notify, GASNET_OK;
+ *   - a named wait after a barrier no rank named (all notifies anonymous)
+ *     is GASNET_OK whatever its id;
+ *   - a named wait after a named barrier is GASNET_OK with the barrier's
+ *     name, GASNET_ERR_BARRIER_MISMATCH (on that rank) with another, even
+ *     when this rank's own notify was anonymous;
+ *   - a mismatch among the notifies (two names, or
+ *     GASNET_BARRIERFLAG_MISMATCH) is reported whatever the wait says.
+ * Each for wait and try. */
+static void ModeWaitFlags(void) {
+  gex_Rank_t j;
+  int t;
+  for (t = 0; t < 2; ++t) {
+    /* Anonymous notify everywhere, named wait (ids differing by rank). */
+    NotifyWait(0, GASNET_BARRIERFLAG_ANONYMOUS, (int)g_me + 100, 0, t,
+               GASNET_OK, "anonymous notify, named wait");
+    ExpectResult(0, 0, "anonymous notify, named wait");
+    NotifyWait(0, GASNET_BARRIERFLAG_UNNAMED, 7, 0, t, GASNET_OK,
+               "unnamed notify, named wait");
+    /* Named notify, anonymous wait. */
+    NotifyWait(42, 0, 0, GASNET_BARRIERFLAG_ANONYMOUS, t, GASNET_OK,
+               "named notify, anonymous wait");
+    ExpectResult(1, 42, "named notify, anonymous wait");
+    NotifyWait(43, 0, 999, GASNET_BARRIERFLAG_UNNAMED, t, GASNET_OK,
+               "named notify, unnamed wait");
+    /* Named notify, named wait with the barrier's name. */
+    NotifyWait(44, 0, 44, 0, t, GASNET_OK, "named notify and wait");
+    /* Rank j: the first and the last rank (the rules are per rank; the
+     * first and last differ in every barrier group layout). */
+    for (j = 0; j < g_n; j = j == 0 && g_n > 1 ? g_n - 1 : g_n) {
+      const int me_j = g_me == j;
+      /* Rank j waits with another name than it (and every rank) notified:
+       * only rank j sees the mismatch. */
+      NotifyWait(45, 0, me_j ? 46 : 45, 0, t,
+                 me_j ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK,
+                 "rank j waits with another name");
+      if (g_n > 1) {
+        /* Rank j notifies anonymously, the others name 47; rank j's named
+         * wait must give the barrier's name 47. */
+        NotifyWait(me_j ? 0 : 47, me_j ? GASNET_BARRIERFLAG_ANONYMOUS : 0, 47,
+                   0, t, GASNET_OK, "rank j anonymous, named wait, same name");
+        ExpectResult(1, 47, "rank j anonymous, named wait, same name");
+        NotifyWait(me_j ? 0 : 48, me_j ? GASNET_BARRIERFLAG_ANONYMOUS : 0,
+                   me_j ? 49 : 48, 0, t,
+                   me_j ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK,
+                   "rank j anonymous, named wait, other name");
+        /* Two names among the notifies: a mismatch everywhere, even for
+         * anonymous waits. */
+        NotifyWait(me_j ? 50 : 51, 0, 0, GASNET_BARRIERFLAG_ANONYMOUS, t,
+                   GASNET_ERR_BARRIER_MISMATCH, "two names, anonymous wait");
+      }
+      /* GASNET_BARRIERFLAG_MISMATCH on rank j: everywhere. */
+      NotifyWait(
+          0, me_j ? GASNET_BARRIERFLAG_MISMATCH : GASNET_BARRIERFLAG_ANONYMOUS,
+          0, GASNET_BARRIERFLAG_ANONYMOUS, t, GASNET_ERR_BARRIER_MISMATCH,
+          "rank j passes MISMATCH");
+    }
+    /* And the barrier is usable after all that. */
+    NotifyWait(52, 0, 52, 0, t, GASNET_OK, "matching at the end");
+    ExpectResult(1, 52, "matching at the end");
+  }
+}
+
 static void ModeNb(void) {
   gex_Event_t ev;
   int rc;
@@ -340,7 +437,8 @@ int main(int argc, char **argv) {
   g_me = gex_TM_QueryRank(g_tm);
   g_n = gex_TM_QuerySize(g_tm);
   check_rank = (int)g_me;
-  CHECK(argc == 2, "usage: barrier_client legacy|mismatch|nb|nb-overlap");
+  CHECK(argc == 2,
+        "usage: barrier_client legacy|mismatch|wait-flags|nb|nb-overlap");
   mode = argv[1];
   gex_AM_Entry_t entries[3] = {
       {kArriveRequest, (gex_AM_Fn_t)ArriveRequest,
@@ -359,6 +457,8 @@ int main(int argc, char **argv) {
     ModeLegacy();
   } else if (strcmp(mode, "mismatch") == 0) {
     ModeMismatch();
+  } else if (strcmp(mode, "wait-flags") == 0) {
+    ModeWaitFlags();
   } else if (strcmp(mode, "nb") == 0) {
     ModeNb();
   } else if (strcmp(mode, "nb-overlap") == 0) {

@@ -47,6 +47,12 @@
  *            "rank R: events ok ops=K real=E" (E: events that were objects:
  *            every operation's on the AM path, else those to peers not
  *            mapped here).
+ *   leaf-array  Rounds of 12 NB Puts (and some Gets) whose lc_opt points
+ *            into the same array as the roots (roots then leaves, leaves
+ *            then roots, interleaved, with GEX_EVENT_INVALID gaps), synced
+ *            by one WaitAll, a WaitSome loop, a TestAll or a TestSome loop
+ *            over the whole array; every entry must end GEX_EVENT_INVALID
+ *            and every byte arrive. Prints "rank R: leaf-array ok ops=K".
  *   nbi      NBI Puts and Gets outside regions synced with
  *            gex_NBI_Wait(GEX_EC_PUT) then (GEX_EC_GET), (GEX_EC_ALL), a
  *            gex_NBI_Test loop, and GEX_EC_LC before overwriting GROUP
@@ -564,6 +570,114 @@ static void Events(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* leaf-array: roots and their leaves in one array. GASNet-EX spec, Events:
+ * syncing a root recycles its leaves too, leaves may be synced before
+ * their root, and gex_Event_{Test,Wait}{All,Some} ignore GEX_EVENT_INVALID
+ * entries and set the entries they complete to GEX_EVENT_INVALID; so one
+ * array may hold PutNB roots and (through lc_opt pointers into the same
+ * array) their GEX_EC_LC leaves, in any order, and one call syncs them all
+ * (the idiom `gex_Event_t ev[2*n]; ev[i] = gex_RMA_PutNB(..., &ev[n+i],
+ * ...)`). Orders: roots then leaves, leaves then roots, interleaved, each
+ * waited with WaitAll, a WaitSome loop, a TestAll loop and a TestSome loop;
+ * and Gets (no leaf) and GEX_EVENT_INVALID entries mixed in. */
+
+enum { kLeafOrders = 4, kLeafSyncs = 4 };
+
+static void LeafArray(void) {
+  static const size_t kLeafSizes[] = {1, 77, 4096, 65537};
+  Op ops[kOps];
+  gex_Event_t ev[3 * kOps];
+  int total = 0;
+  for (unsigned round = 0; round < kLeafOrders * kLeafSyncs; ++round) {
+    const unsigned order = round % kLeafOrders;
+    const unsigned sync = (round / kLeafOrders) % kLeafSyncs;
+    const size_t slots = order == 3 ? 3 * kOps : 2 * kOps;
+    for (size_t k = 0; k < slots; ++k) ev[k] = GEX_EVENT_INVALID;
+    for (int i = 0; i < kOps; ++i) {
+      Op *op = &ops[i];
+      /* Where the root and the leaf go. */
+      size_t root, leaf;
+      switch (order) {
+        case 0: /* roots, then their leaves */
+          root = (size_t)i;
+          leaf = (size_t)(kOps + i);
+          break;
+        case 1: /* leaves, then their roots */
+          root = (size_t)(kOps + i);
+          leaf = (size_t)i;
+          break;
+        case 2: /* each root next to its leaf, leaf first */
+          root = 2 * (size_t)i + 1;
+          leaf = 2 * (size_t)i;
+          break;
+        default: /* a third of the slots stay GEX_EVENT_INVALID, Gets */
+          root = 3 * (size_t)i + 2;
+          leaf = 3 * (size_t)(kOps - 1 - i);
+          break;
+      }
+      op->is_put = order != 3 || i % 4 != 3;
+      op->n = kLeafSizes[(i + round) % 4];
+      op->local =
+          (i % 2 == 0 ? g_base + kLocalOff : g_heap) + (size_t)i * kSlot + 3;
+      op->roff = (size_t)i * kSlot + 11;
+      op->seed = 5000u + round * 97u + (uint32_t)i;
+      if (op->is_put) {
+        Fill(op->local, op->n, op->seed, 0);
+        PrepareIn(op->roff, op->n);
+        ev[root] =
+            gex_RMA_PutNB(g_tm, g_next, g_owner[g_next] + kInOff + op->roff,
+                          op->local, op->n, &ev[leaf], 0);
+      } else {
+        SetGuards(op->local, op->n);
+        memset(op->local, 0xCC, op->n);
+        ev[root] =
+            gex_RMA_GetNB(g_tm, op->local, g_prev,
+                          g_owner[g_prev] + kSrcOff + op->roff, op->n, 0);
+      }
+      CheckNbEvent(ev[root], op->n, op->is_put ? g_next : g_prev,
+                   "leaf-array NB");
+    }
+    total += kOps;
+    switch (sync) {
+      case 0:
+        gex_Event_WaitAll(ev, slots, 0);
+        break;
+      case 1:
+        for (;;) {
+          int left = 0;
+          for (size_t k = 0; k < slots; ++k) left += ev[k] != GEX_EVENT_INVALID;
+          if (left == 0) break;
+          gex_Event_WaitSome(ev, slots, 0);
+          int now = 0;
+          for (size_t k = 0; k < slots; ++k) now += ev[k] != GEX_EVENT_INVALID;
+          CHECK(now < left, "WaitSome completed nothing (%d left)", left);
+        }
+        break;
+      case 2:
+        while (gex_Event_TestAll(ev, slots, 0) != GASNET_OK) sched_yield();
+        break;
+      default:
+        for (;;) {
+          int left = 0;
+          for (size_t k = 0; k < slots; ++k) left += ev[k] != GEX_EVENT_INVALID;
+          if (left == 0) break;
+          if (gex_Event_TestSome(ev, slots, 0) != GASNET_OK) sched_yield();
+        }
+        break;
+    }
+    for (size_t k = 0; k < slots; ++k) {
+      CHECK(ev[k] == GEX_EVENT_INVALID,
+            "order %u sync %u: entry %zu not GEX_EVENT_INVALID after the sync",
+            order, sync, k);
+    }
+    CheckOps(ops);
+  }
+  char line[64];
+  snprintf(line, sizeof line, "leaf-array ok ops=%d", total);
+  Finish(line);
+}
+
+/* ------------------------------------------------------------------------ */
 /* nbi */
 
 enum { kNbiSlot = 128 * 1024 };
@@ -870,6 +984,7 @@ int main(int argc, char **argv) {
   const char *mode = argv[1];
   if (strcmp(mode, "forms") == 0) Forms();
   if (strcmp(mode, "events") == 0) Events();
+  if (strcmp(mode, "leaf-array") == 0) LeafArray();
   if (strcmp(mode, "nbi") == 0) Nbi();
   if (strcmp(mode, "values") == 0) Values();
   Misuse(mode);

@@ -42,6 +42,10 @@ TEST_P(RmaJobTest, EveryByteArrivesAndEveryEventCompletes) {
       // 12 sizes x 2 buffer kinds x 8 Put and 4 Get forms.
       EXPECT_EQ(Field(line, "puts"), 12 * 2 * 8) << line;
       EXPECT_EQ(Field(line, "gets"), 12 * 2 * 4) << line;
+    } else if (mode == "leaf-array") {
+      // GASNet-EX spec, Events (leaf events; gex_Event_{Test,Wait}{All,
+      // Some}): roots and their leaves in one array, any order.
+      EXPECT_EQ(Field(line, "ops"), 16 * 12) << line;
     } else if (mode == "events") {
       EXPECT_EQ(Field(line, "ops"), 21 * 12) << line;
       // Every op has nbytes > 0: real events for all of them on the AM
@@ -57,10 +61,11 @@ TEST_P(RmaJobTest, EveryByteArrivesAndEveryEventCompletes) {
 
 INSTANTIATE_TEST_SUITE_P(
     ModesRanksPaths, RmaJobTest,
-    ::testing::Combine(::testing::Values("forms", "events", "nbi", "values"),
+    ::testing::Combine(::testing::Values("forms", "events", "leaf-array", "nbi",
+                                         "values"),
                        ::testing::Values(1, 2, 4, 8), ::testing::Bool()),
     [](const auto& info) {
-      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+      return absl::StrFormat("%s_n%d_%s", TestName(std::get<0>(info.param)),
                              std::get<1>(info.param),
                              PathName(std::get<2>(info.param)));
     });

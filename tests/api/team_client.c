@@ -10,6 +10,10 @@
  *            query (rank, size, client, EP, cdata) and both translations
  *            checked against the expected member lists; the scratch-size
  *            queries; destroy, then split again and use the new team.
+ *   split-null  the scratch-size queries (positive with a new_tm_p, 0
+ *            with NULL, single-valued, nothing written) of gex_TM_Split
+ *            and gex_TM_Create; a split in which ranks 3k+1 pass NULL
+ *            new_tm_p (no team for them, though their colour is taken).
  *   coll     on the two parity teams at once: barriers (blocking and NB),
  *            broadcasts and reductions from every root, in flight together
  *            with a job-team reduction, retired in reverse order; then a
@@ -27,6 +31,14 @@
  *            exchange, blocking and _nb, with every IN x OUT sync flag
  *            pair and SINGLE / LOCAL, on GASNET_TEAM_ALL and on a
  *            sub-team; named team barriers, matching and mismatched.
+ *   legacy-sizes  every gasnet_coll.h operation at 1 and 70001 bytes (past
+ *            one AM), gather_all also in place, every IN x OUT x SINGLE /
+ *            LOCAL combination with and without the IN_SEGMENT hints, on
+ *            GASNET_TEAM_ALL and a sub-team.
+ *   legacy-allsync  IN_ALLSYNC: the last rank enters gather_all, gather,
+ *            exchange, broadcast, scatter first; rank 0 then writes its
+ *            source (AM, answered) and enters; every result must hold the
+ *            new source.
  *
  * Misuse (each fatal, naming the call; rank 0 errs):
  *   destroyed-team   gex_Coll_BarrierNB on a destroyed team;
@@ -35,7 +47,9 @@
  *   null-parent      gex_TM_Split with GEX_TM_INVALID as the parent;
  *   pair-coll        gex_Coll_BroadcastNB on a gex_TM_Pair;
  *   coll-flags       gasnet_coll_broadcast_nb with two IN_ sync flags;
- *   destroy-primordial  gex_TM_Destroy of the primordial team. */
+ *   destroy-primordial  gex_TM_Destroy of the primordial team;
+ *   size-flags       gex_TM_Split with both GEX_FLAG_TM_SCRATCH_SIZE_MIN
+ *                    and _RECOMMENDED (mutually exclusive). */
 #include <gasnet_coll.h>
 #include <gasnetex.h>
 #include <sched.h>
@@ -198,6 +212,88 @@ static void Split(void) {
     gex_TM_Destroy(again, NULL, 0);
   }
   Finish("split");
+}
+
+/* ------------------------------------------------------------------------
+ * split-null: GASNet-EX spec, gex_TM_Split ("Operations on gex_TM_t") and
+ * gex_TM_Create: with GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED the call is a
+ * collective query that creates nothing and writes nothing to new_tm_p,
+ * returning the recommended scratch size, 0 for a caller passing NULL
+ * new_tm_p (it will join no team) and otherwise single-valued over each new
+ * team; _MIN likewise (deprecated; at most the recommended size). A caller
+ * passing NULL new_tm_p to the split itself takes part in the collective
+ * but joins no team, even with a colour others pass. The pattern UPC++'s
+ * team::split uses: query, allocate, split. */
+
+static void SplitNull(void) {
+  CHECK(g_n <= 64, "at most 64 ranks");
+  /* Every rank 3k + 1 opts out with NULL; the others split by parity,
+   * their colour shared with some opted-out ranks, keys reversing the
+   * order. */
+  const int joins = g_me % 3 != 1;
+  const int color = (int)(g_me % 2);
+  const int key = -(int)g_me;
+  gex_TM_t sentinel = (gex_TM_t)&g_checks;
+  gex_TM_t t = sentinel;
+  gex_TM_t *p = joins ? &t : NULL;
+  const size_t rec = gex_TM_Split(p, g_tm, color, key, NULL, 0,
+                                  GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED);
+  const size_t min =
+      gex_TM_Split(p, g_tm, color, key, NULL, 0, GEX_FLAG_TM_SCRATCH_SIZE_MIN);
+  CHECK(t == sentinel, "a scratch-size query wrote *new_tm_p");
+  if (joins) {
+    CHECK(rec > 0, "GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED returned 0");
+    CHECK(min > 0 && min <= rec,
+          "GEX_FLAG_TM_SCRATCH_SIZE_MIN returned %zu (recommended %zu)", min,
+          rec);
+  } else {
+    CHECK(rec == 0 && min == 0,
+          "size queries with NULL new_tm_p returned %zu and %zu, expected 0",
+          rec, min);
+  }
+  /* Single-valued over the job (every member's query asks the same). */
+  int64_t mine[2] = {joins ? (int64_t)rec : INT64_MIN,
+                     joins ? -(int64_t)rec : INT64_MIN};
+  int64_t most[2] = {0, 0};
+  gex_Event_Wait(gex_Coll_ReduceToAllNB(g_tm, most, mine, GEX_DT_I64,
+                                        sizeof(int64_t), 2, GEX_OP_MAX, NULL,
+                                        NULL, 0));
+  CHECK(!joins || (most[0] == (int64_t)rec && -most[1] == (int64_t)rec),
+        "recommended sizes differ: %lld to %lld", (long long)-most[1],
+        (long long)most[0]);
+  /* gex_TM_Create's query: positive for a member list, 0 for none. */
+  gex_EP_Location_t self = {g_me, 0};
+  gex_TM_t ct = sentinel;
+  CHECK(gex_TM_Create(&ct, 1, g_tm, &self, 1, NULL, 0,
+                      GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED) > 0 &&
+            gex_TM_Create(&ct, 1, g_tm, NULL, 0, NULL, 0,
+                          GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED) == 0 &&
+            ct == sentinel,
+        "gex_TM_Create scratch-size queries");
+  ++g_checks;
+
+  void *scratch = joins ? malloc(rec) : NULL;
+  CHECK(!joins || scratch != NULL, "malloc");
+  gex_TM_Split(p, g_tm, color, key, scratch, rec, 0);
+  if (joins) {
+    gex_Rank_t members[64], size = 0;
+    for (gex_Rank_t j = g_n; j-- > 0;) {
+      if (j % 3 != 1 && j % 2 == g_me % 2) members[size++] = j;
+    }
+    CheckTeam(t, members, size, "split with opted-out ranks");
+    int64_t sum = 0;
+    for (gex_Rank_t r = 0; r < size; ++r) sum += members[r];
+    CheckSum(t, g_me, sum, "split with opted-out ranks");
+    gex_Memvec_t sv = {NULL, 0};
+    CHECK(gex_TM_Destroy(t, &sv, 0) != 0 && sv.gex_addr == scratch &&
+              sv.gex_len == rec,
+          "destroy: scratch not handed back");
+    free(scratch);
+  }
+  /* Everyone still agrees on the job team's collectives. */
+  CheckSum(g_tm, 1, g_n, "job team after the split");
+  ++g_checks;
+  Finish("split-null");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -583,7 +679,255 @@ static void LegacyOn(gasnet_team_handle_t team) {
     rc = gasnet_coll_barrier(team, me == 0 ? 1 : 2, 0);
     CHECK(rc == GASNET_ERR_BARRIER_MISMATCH, "mismatch not seen: %d", rc);
   }
+  /* The wait's own id and flags (GASNet-1 spec, gasnet_barrier_wait, as
+   * GASNet-EX implements it: checked against the barrier's outcome): an
+   * anonymous notify and a named wait, a named notify and an anonymous
+   * wait, succeed; a named wait with another name than the barrier's is a
+   * mismatch on that rank only. */
+  gasnet_coll_barrier_notify(team, 0, GASNET_BARRIERFLAG_ANONYMOUS);
+  rc = gasnet_coll_barrier_wait(team, (int)me + 3, 0);
+  CHECK(rc == GASNET_OK, "anonymous notify, named wait: %d", rc);
+  gasnet_coll_barrier_notify(team, 9, 0);
+  while ((rc = gasnet_coll_barrier_try(
+              team, 0, GASNET_BARRIERFLAG_ANONYMOUS)) == GASNET_ERR_NOT_READY) {
+  }
+  CHECK(rc == GASNET_OK, "named notify, anonymous try: %d", rc);
+  gasnet_coll_barrier_notify(team, me == 0 ? 0 : 11,
+                             me == 0 ? GASNET_BARRIERFLAG_ANONYMOUS : 0);
+  rc = gasnet_coll_barrier_wait(team, me == n - 1 ? 12 : 11, 0);
+  CHECK(rc == (me == n - 1 && n > 1 ? GASNET_ERR_BARRIER_MISMATCH : GASNET_OK),
+        "named wait against the barrier's name: %d", rc);
   g_checks += 1;
+}
+
+/* legacy-sizes: gasnet_coll.h's gather_all (and gather, exchange,
+ * broadcast, scatter) at sizes beyond one Active Message and with the
+ * source inside the destination (its own piece, in place), every flag
+ * combination (GASNet-1 collectives: IN_/OUT_ NOSYNC, MYSYNC, ALLSYNC x
+ * SINGLE, LOCAL x the IN_SEGMENT hints), on `team`. */
+static void LegacySizesOn(gasnet_team_handle_t team) {
+  static const size_t kSizes[] = {1, 70001};
+  const gex_Rank_t n = gex_TM_QuerySize(team);
+  const gex_Rank_t me = gex_TM_QueryRank(team);
+  const size_t most = 70001;
+  unsigned char *src = malloc(n * most), *dst = malloc(n * most);
+  CHECK(src != NULL && dst != NULL, "malloc");
+  for (size_t z = 0; z < sizeof kSizes / sizeof kSizes[0]; ++z) {
+    const size_t kN = kSizes[z];
+    for (int a = 0; a < 2; ++a) {
+      for (int i = 0; i < 3; ++i) {
+        for (int o = 0; o < 3; ++o) {
+          const int seg = (i + o + a) % 2 == 0 ? 0
+                                               : GASNET_COLL_SRC_IN_SEGMENT |
+                                                     GASNET_COLL_DST_IN_SEGMENT;
+          const int flags = kIns[i] | kOuts[o] | kAddrs[a] | seg;
+          const gex_Rank_t root = (gex_Rank_t)(i + o + z) % n;
+          /* gather_all from a separate source */
+          for (size_t k = 0; k < kN; ++k) src[k] = Piece(me, root, k);
+          memset(dst, 0, n * kN);
+          gasnet_coll_gather_all(team, dst, src, kN, flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            CheckBytes(dst + j * kN, j, root, kN, "gather_all", flags);
+          }
+          /* gather_all in place: the source is this rank's own piece of
+           * the destination */
+          memset(dst, 0, n * kN);
+          for (size_t k = 0; k < kN; ++k) dst[me * kN + k] = Piece(me, root, k);
+          gasnet_coll_gather_all(team, dst, dst + me * kN, kN, flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            CheckBytes(dst + j * kN, j, root, kN, "gather_all in place", flags);
+          }
+          /* gather to root */
+          memset(dst, 0, n * kN);
+          gasnet_coll_gather(team, root, dst, src, kN, flags);
+          if (me == root) {
+            for (gex_Rank_t j = 0; j < n; ++j) {
+              CheckBytes(dst + j * kN, j, root, kN, "gather", flags);
+            }
+          }
+          /* exchange */
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            for (size_t k = 0; k < kN; ++k) src[j * kN + k] = Piece(me, j, k);
+          }
+          memset(dst, 0, n * kN);
+          gasnet_coll_exchange(team, dst, src, kN, flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            CheckBytes(dst + j * kN, j, me, kN, "exchange", flags);
+          }
+          /* broadcast and scatter */
+          for (size_t k = 0; k < kN; ++k) src[k] = Piece(me, n, k);
+          memset(dst, 0, n * kN);
+          gasnet_coll_broadcast(team, dst, root, src, kN, flags);
+          CheckBytes(dst, root, n, kN, "broadcast", flags);
+          for (gex_Rank_t j = 0; j < n; ++j) {
+            for (size_t k = 0; k < kN; ++k) src[j * kN + k] = Piece(me, j, k);
+          }
+          memset(dst, 0, n * kN);
+          gasnet_coll_scatter(team, dst, root, src, kN, flags);
+          CheckBytes(dst, root, me, kN, "scatter", flags);
+          gex_Coll_BarrierBlocking(team, 0);
+        }
+      }
+    }
+    ++g_checks;
+  }
+  free(src);
+  free(dst);
+}
+
+static void LegacySizes(void) {
+  LegacySizesOn(GASNET_TEAM_ALL);
+  gex_Rank_t members[64], size;
+  gex_TM_t team = SplitParity(members, &size);
+  LegacySizesOn(team);
+  gex_TM_Destroy(team, NULL, 0);
+  Finish("legacy-sizes");
+}
+
+/* legacy-allsync: GASNET_COLL_IN_ALLSYNC (GASNet-1 collectives: no data
+ * moves until every rank has entered; the mode for input that other ranks
+ * may still be writing, e.g. with a Put, before they enter). The last rank
+ * v enters gather_all / gather / exchange (and broadcast, scatter) first,
+ * non-blocking, and tells rank 0; only then does rank 0 write new input
+ * into v's source (an AM Request whose handler writes it, answered before
+ * rank 0 goes on: as a completed Put) and enter. Every result must hold
+ * the new input: a rank that read its source when it entered, before
+ * everyone had, delivers the old. SINGLE and LOCAL, every OUT_ mode. */
+enum { kAllsyncN = 4099, kAllsyncChunk = 512 };
+static unsigned char g_allsync_src[64 * kAllsyncN];
+static volatile int g_allsync_entered;
+static volatile int g_allsync_written;
+
+static void AllsyncEntered(gex_Token_t token) {
+  (void)token;
+  g_allsync_entered = g_allsync_entered + 1;
+}
+static void AllsyncWritten(gex_Token_t token) {
+  (void)token;
+  g_allsync_written = g_allsync_written + 1;
+}
+static gex_AM_Index_t g_allsync_written_index;
+static void AllsyncWrite(gex_Token_t token, void *buf, size_t nbytes,
+                         gex_AM_Arg_t offset) {
+  memcpy(g_allsync_src + (size_t)offset, buf, nbytes);
+  gex_AM_ReplyShort0(token, g_allsync_written_index, 0);
+}
+
+static void LegacyAllsync(void) {
+  gex_AM_Entry_t entries[3] = {
+      {0, (gex_AM_Fn_t)AllsyncEntered, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST,
+       0, NULL, "allsync entered"},
+      {0, (gex_AM_Fn_t)AllsyncWritten, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0,
+       NULL, "allsync written"},
+      {0, (gex_AM_Fn_t)AllsyncWrite, GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST,
+       1, NULL, "allsync write"}};
+  CHECK(gex_EP_RegisterHandlers(g_ep, entries, 3) == GASNET_OK, "register");
+  g_allsync_written_index = entries[1].gex_index;
+  CHECK(g_n <= 64, "at most 64 ranks");
+  Barrier();
+  const gex_Rank_t n = g_n, me = g_me, v = g_n - 1;
+  const size_t kN = kAllsyncN;
+  unsigned char *dst = malloc(n * kN), *fresh = malloc(n * kN);
+  CHECK(dst != NULL && fresh != NULL, "malloc");
+  int round = 0;
+  for (int a = 0; a < 2; ++a) {
+    for (int o = 0; o < 3; ++o) {
+      for (int op = 0; op < 5; ++op, ++round) {
+        const int flags = GASNET_COLL_IN_ALLSYNC | kOuts[o] | kAddrs[a];
+        const gex_Rank_t root = (gex_Rank_t)round % n;
+        /* Old input everywhere (0x00), the new input for v's source. */
+        const size_t srclen = (op == 2 || op == 4) ? n * kN : kN;
+        memset(g_allsync_src, 0, srclen);
+        for (size_t k = 0; k < srclen; ++k) {
+          fresh[k] = op == 2 || op == 4
+                         ? Piece(me == v ? v : me, (gex_Rank_t)(k / kN), k % kN)
+                         : Piece(me == v ? v : me, root, k);
+        }
+        if (me != v || n == 1) memcpy(g_allsync_src, fresh, srclen);
+        for (size_t k = 0; k < srclen && n > 1; ++k) {
+          fresh[k] = op == 2 || op == 4 ? Piece(v, (gex_Rank_t)(k / kN), k % kN)
+                                        : Piece(v, root, k);
+        }
+        memset(dst, 0, n * kN);
+        Barrier();
+        gasnet_coll_handle_t h = GASNET_COLL_INVALID_HANDLE;
+        if (n > 1 && me == 0) {
+          /* Wait until v has entered, then give it its input. */
+          GASNET_BLOCKUNTIL(g_allsync_entered == round + 1);
+          for (size_t off = 0; off < srclen; off += kAllsyncChunk) {
+            const int written = g_allsync_written;
+            const size_t len =
+                srclen - off < kAllsyncChunk ? srclen - off : kAllsyncChunk;
+            CHECK(gex_AM_RequestMedium1(g_tm, v, entries[2].gex_index,
+                                        fresh + off, len, GEX_EVENT_NOW, 0,
+                                        (gex_AM_Arg_t)off) == GASNET_OK,
+                  "write request");
+            GASNET_BLOCKUNTIL(g_allsync_written == written + 1);
+          }
+        }
+        switch (op) {
+          case 0:
+            h = gasnet_coll_gather_all_nb(GASNET_TEAM_ALL, dst, g_allsync_src,
+                                          kN, flags);
+            break;
+          case 1:
+            h = gasnet_coll_gather_nb(GASNET_TEAM_ALL, root, dst, g_allsync_src,
+                                      kN, flags);
+            break;
+          case 2:
+            h = gasnet_coll_exchange_nb(GASNET_TEAM_ALL, dst, g_allsync_src, kN,
+                                        flags);
+            break;
+          case 3:
+            h = gasnet_coll_broadcast_nb(GASNET_TEAM_ALL, dst, v, g_allsync_src,
+                                         kN, flags);
+            break;
+          default:
+            h = gasnet_coll_scatter_nb(GASNET_TEAM_ALL, dst, v, g_allsync_src,
+                                       kN, flags);
+            break;
+        }
+        if (n > 1 && me == v) {
+          CHECK(gex_AM_RequestShort0(g_tm, 0, entries[0].gex_index, 0) ==
+                    GASNET_OK,
+                "entered request");
+        }
+        gasnet_coll_wait_sync(h);
+        switch (op) {
+          case 0:
+            for (gex_Rank_t j = 0; j < n; ++j) {
+              CheckBytes(dst + j * kN, j, root, kN, "IN_ALLSYNC gather_all",
+                         flags);
+            }
+            break;
+          case 1:
+            if (me == root) {
+              for (gex_Rank_t j = 0; j < n; ++j) {
+                CheckBytes(dst + j * kN, j, root, kN, "IN_ALLSYNC gather",
+                           flags);
+              }
+            }
+            break;
+          case 2:
+            for (gex_Rank_t j = 0; j < n; ++j) {
+              CheckBytes(dst + j * kN, j, me, kN, "IN_ALLSYNC exchange", flags);
+            }
+            break;
+          case 3:
+            CheckBytes(dst, v, root, kN, "IN_ALLSYNC broadcast", flags);
+            break;
+          default:
+            CheckBytes(dst, v, me, kN, "IN_ALLSYNC scatter", flags);
+            break;
+        }
+        Barrier();
+      }
+    }
+  }
+  ++g_checks;
+  free(dst);
+  free(fresh);
+  Finish("legacy-allsync");
 }
 
 static void Legacy(void) {
@@ -627,6 +971,11 @@ static void Misuse(const char *mode) {
                                    GASNET_COLL_OUT_NOSYNC | GASNET_COLL_LOCAL);
     } else if (strcmp(mode, "destroy-primordial") == 0) {
       gex_TM_Destroy(g_tm, NULL, 0);
+    } else if (strcmp(mode, "size-flags") == 0) {
+      gex_TM_t t2 = GEX_TM_INVALID;
+      gex_TM_Split(
+          &t2, g_tm, 0, 0, NULL, 0,
+          GEX_FLAG_TM_SCRATCH_SIZE_MIN | GEX_FLAG_TM_SCRATCH_SIZE_RECOMMENDED);
     } else {
       CHECK(0, "unknown mode %s", mode);
     }
@@ -648,11 +997,14 @@ int main(int argc, char **argv) {
   CHECK(argc == 2, "usage: team_client MODE");
   const char *mode = argv[1];
   if (strcmp(mode, "split") == 0) Split();
+  if (strcmp(mode, "split-null") == 0) SplitNull();
   if (strcmp(mode, "coll") == 0) Coll();
   if (strcmp(mode, "am") == 0) Am();
   if (strcmp(mode, "pair") == 0) Pair();
   if (strcmp(mode, "create") == 0) Create();
   if (strcmp(mode, "legacy") == 0) Legacy();
+  if (strcmp(mode, "legacy-sizes") == 0) LegacySizes();
+  if (strcmp(mode, "legacy-allsync") == 0) LegacyAllsync();
   Misuse(mode);
   return 0;
 }

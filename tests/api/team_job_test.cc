@@ -21,11 +21,16 @@ namespace {
 // The checks rank r reports in mode `mode` of a job of n ranks.
 long long ExpectedChecks(const std::string& mode, int n, int r) {
   if (mode == "split") return (r % 3 == 2 || r == 1) ? 6 : 7;
+  // GASNet-EX spec, gex_TM_Split / gex_TM_Create: the scratch-size
+  // queries, and a split where ranks 3k+1 pass NULL new_tm_p.
+  if (mode == "split-null") return r % 3 == 1 ? 2 : 3;
   if (mode == "coll") return (n + 1) / 2;
   if (mode == "am") return 40;
   if (mode == "pair") return 4;
   if (mode == "create") return r % 2 == 0 ? 2 : 0;
   if (mode == "legacy") return 2 * (36 * 5 + 3 + 1);
+  if (mode == "legacy-sizes") return 2 * 2;
+  if (mode == "legacy-allsync") return 1;
   return -1;
 }
 
@@ -42,8 +47,9 @@ TEST_P(TeamJobTest, EveryRankGetsTheRightResult) {
 
 INSTANTIATE_TEST_SUITE_P(
     ModesAndRanks, TeamJobTest,
-    ::testing::Combine(::testing::Values("split", "coll", "am", "pair",
-                                         "create", "legacy"),
+    ::testing::Combine(::testing::Values("split", "split-null", "coll", "am",
+                                         "pair", "create", "legacy",
+                                         "legacy-sizes", "legacy-allsync"),
                        ::testing::Values(1, 2, 3, 4, 8)),
     [](const auto& info) {
       return absl::StrFormat("%s_n%d", TestName(std::get<0>(info.param)),
@@ -72,7 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"null-parent", "gex_TM_Split"},
                       BadInput{"pair-coll", "gex_Coll_BroadcastNB"},
                       BadInput{"coll-flags", "gasnet_coll_broadcast_nb"},
-                      BadInput{"destroy-primordial", "gex_TM_Destroy"}),
+                      BadInput{"destroy-primordial", "gex_TM_Destroy"},
+                      BadInput{"size-flags", "gex_TM_Split"}),
     [](const auto& info) { return TestName(info.param.mode); });
 
 }  // namespace

@@ -52,6 +52,12 @@
  *           rank: a Vector Put, a Strided Get and an Indexed Get to every
  *           member, each checked; then what each member put here. Prints
  *           "rank R: subteam ok ops=K size=S".
+ *   edge    Strided Puts and Gets (Blocking) whose remote elements end
+ *           exactly at the target's segment end or start exactly at its
+ *           base, over many shapes (zero and one counts, contiguous
+ *           levels, every level order, non-increasing and negative
+ *           strides), each checked byte by byte against a reference.
+ *           Prints "rank R: edge ok ops=K".
  *
  * Misuse modes (2 ranks, rank 0 errs; the job must die with a fatal error
  * naming the call; a rank that gets past the mistake prints
@@ -856,6 +862,167 @@ static void Subteam(void) {
 }
 
 /* ------------------------------------------------------------------------
+ * edge: strided regions that end exactly at the target's segment end, or
+ * start exactly at its base. GASNet-EX spec, VIS section ("Strided"): the
+ * elements are at base + sum(i_k * strides[k]), and a transfer is legal
+ * when every element lies in the bound segment; the extent the
+ * implementation checks must be exactly that of the elements, whatever
+ * the shape: zero counts, counts of one, one-element (contiguous) strides
+ * that the copy folds, every order of the levels, strides that are not
+ * increasing, negative strides. The remote side is a dense layout of the
+ * levels in a random order (with gaps and reflections, so no two elements
+ * overlap), the local side plain row-major; each case is put (the tail
+ * zeroed first, then read back whole: the elements hold the source and
+ * every other byte is still zero) and got (from a tail holding a known
+ * pattern) against a reference built from the element addresses. */
+
+enum { kTail = 16 * 1024, kEdgeCases = 160 };
+
+typedef struct {
+  size_t elemsz, levels;
+  size_t count[3];
+  ptrdiff_t rstr[3], lstr[3];
+  ptrdiff_t lo, end; /* remote elements' extent, from the base */
+} Edge;
+
+/* Offsets of element number e (row-major over the levels, level 0
+ * fastest) from the remote and local bases. */
+static void EdgeElement(const Edge *c, size_t e, ptrdiff_t *r, ptrdiff_t *l) {
+  *r = 0;
+  *l = 0;
+  for (size_t k = 0; k < c->levels; ++k) {
+    const size_t i = e % c->count[k];
+    e /= c->count[k];
+    *r += (ptrdiff_t)i * c->rstr[k];
+    *l += (ptrdiff_t)i * c->lstr[k];
+  }
+}
+
+static size_t EdgeElements(const Edge *c) {
+  size_t n = 1;
+  for (size_t k = 0; k < c->levels; ++k) n *= c->count[k];
+  return c->elemsz == 0 ? 0 : n;
+}
+
+static void MakeEdge(Edge *c, int i) {
+  static const size_t kElems[] = {1, 4, 8, 24};
+  static const size_t kCounts[] = {0, 1, 2, 3, 4};
+  memset(c, 0, sizeof *c);
+  c->elemsz = kElems[Rand(4)];
+  c->levels = 1 + Rand(3);
+  for (size_t k = 0; k < c->levels; ++k) {
+    /* Zero counts in a few cases only: they move nothing. */
+    c->count[k] = i % 16 == 15 ? kCounts[Rand(5)] : 1 + Rand(4);
+  }
+  /* The remote layout: levels in a random order, each stride the extent
+   * of the levels laid out before it plus a gap (none in most cases:
+   * contiguous levels), reflected now and then. The first cases are
+   * plainly contiguous in level order. */
+  size_t order[3] = {0, 1, 2};
+  for (size_t k = c->levels; k > 1 && i >= 8; --k) {
+    const size_t j = Rand(k);
+    const size_t t = order[k - 1];
+    order[k - 1] = order[j];
+    order[j] = t;
+  }
+  ptrdiff_t step = (ptrdiff_t)c->elemsz;
+  for (size_t k = 0; k < c->levels; ++k) {
+    const size_t d = order[k];
+    const ptrdiff_t gap = (i >= 8 && Rand(3) == 0) ? (ptrdiff_t)Rand(9) : 0;
+    const ptrdiff_t stride = step + gap;
+    c->rstr[d] = (i >= 8 && Rand(4) == 0) ? -stride : stride;
+    step = stride * (ptrdiff_t)(c->count[d] == 0 ? 1 : c->count[d]);
+  }
+  /* The local side: row-major and contiguous. */
+  ptrdiff_t lstep = (ptrdiff_t)c->elemsz;
+  for (size_t k = 0; k < c->levels; ++k) {
+    c->lstr[k] = lstep;
+    lstep *= (ptrdiff_t)(c->count[k] == 0 ? 1 : c->count[k]);
+  }
+  /* The elements' extent, enumerated. */
+  const size_t n = EdgeElements(c);
+  for (size_t e = 0; e < n; ++e) {
+    ptrdiff_t r, l;
+    EdgeElement(c, e, &r, &l);
+    if (e == 0 || r < c->lo) c->lo = r;
+    if (e == 0 || r + (ptrdiff_t)c->elemsz > c->end) {
+      c->end = r + (ptrdiff_t)c->elemsz;
+    }
+  }
+  CHECK(c->end - c->lo <= kTail, "edge case %d: extent %td", i, c->end - c->lo);
+}
+
+static unsigned char g_tail[kTail], g_tail_want[kTail];
+static unsigned char g_esrc[kTail], g_egot[kTail], g_ewant[kTail];
+
+/* One case at one end of target t's segment: Put, then Get. */
+static void EdgeCase(const Edge *c, gex_Rank_t t, int at_end, int i) {
+  unsigned char *tail = at_end ? g_owner[t] + g_size[t] - kTail : g_owner[t];
+  /* The remote base: the elements end at the segment's end, or start at
+   * its base. */
+  unsigned char *rbase =
+      at_end ? g_owner[t] + g_size[t] - c->end : g_owner[t] - c->lo;
+  const size_t n = EdgeElements(c);
+  const size_t lbytes = n * c->elemsz;
+  const char *where =
+      at_end ? "ending at the segment's end" : "starting at the segment's base";
+  /* Put: zero the tail, put, read it back. */
+  memset(g_tail, 0, kTail);
+  gex_RMA_PutBlocking(g_tm, t, tail, g_tail, kTail, 0);
+  for (size_t b = 0; b < lbytes; ++b) {
+    g_esrc[b] = (unsigned char)(b * 5 + (size_t)i + 1);
+  }
+  memset(g_tail_want, 0, kTail);
+  for (size_t e = 0; e < n; ++e) {
+    ptrdiff_t r, l;
+    EdgeElement(c, e, &r, &l);
+    memcpy(g_tail_want + (rbase + r - tail), g_esrc + l, c->elemsz);
+  }
+  gex_VIS_StridedPutBlocking(g_tm, t, rbase, c->rstr, g_esrc, c->lstr,
+                             c->elemsz, c->count, c->levels, 0);
+  gex_RMA_GetBlocking(g_tm, g_tail, t, tail, kTail, 0);
+  for (size_t b = 0; b < kTail; ++b) {
+    CHECK(g_tail[b] == g_tail_want[b],
+          "edge case %d (%s, elemsz %zu, %zu levels) Put to rank %u: tail "
+          "byte %zu is %u, expected %u",
+          i, where, c->elemsz, c->levels, t, b, g_tail[b], g_tail_want[b]);
+  }
+  /* Get: a pattern in the tail, got into a local buffer. */
+  for (size_t b = 0; b < kTail; ++b) {
+    g_tail[b] = (unsigned char)(b * 3 + (size_t)i * 11 + 7);
+  }
+  gex_RMA_PutBlocking(g_tm, t, tail, g_tail, kTail, 0);
+  memset(g_egot, 0xEE, lbytes + 1);
+  memset(g_ewant, 0xEE, lbytes + 1);
+  for (size_t e = 0; e < n; ++e) {
+    ptrdiff_t r, l;
+    EdgeElement(c, e, &r, &l);
+    memcpy(g_ewant + l, g_tail + (rbase + r - tail), c->elemsz);
+  }
+  gex_VIS_StridedGetBlocking(g_tm, g_egot, c->lstr, t, rbase, c->rstr,
+                             c->elemsz, c->count, c->levels, 0);
+  CHECK(memcmp(g_egot, g_ewant, lbytes + 1) == 0,
+        "edge case %d (%s, elemsz %zu, %zu levels) Get from rank %u: wrong "
+        "data",
+        i, where, c->elemsz, c->levels, t);
+  g_ops += 2;
+}
+
+static void EdgeMode(void) {
+  /* One initiator per target: each rank the next one's (itself alone). */
+  const gex_Rank_t t = (g_me + 1) % g_n;
+  for (int i = 0; i < kEdgeCases; ++i) {
+    Edge c;
+    MakeEdge(&c, i);
+    EdgeCase(&c, t, 1, i);
+    EdgeCase(&c, t, 0, i);
+  }
+  char line[64];
+  snprintf(line, sizeof line, "edge ok ops=%ld", g_ops);
+  Finish(line);
+}
+
+/* ------------------------------------------------------------------------
  * Misuse. */
 
 static void Misuse(const char *mode) {
@@ -904,6 +1071,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "peer") == 0) Peer();
   if (strcmp(mode, "immediate") == 0) Immediate();
   if (strcmp(mode, "subteam") == 0) Subteam();
+  if (strcmp(mode, "edge") == 0) EdgeMode();
   Misuse(mode);
   return 0;
 }

@@ -32,6 +32,10 @@ TEST_P(VisJobTest, EveryShapeMatchesTheReference) {
   const auto& [mode, n, force_am] = GetParam();
   const JobResult r = RunApiJob("vis_client", n, {mode}, ForceAmEnv(force_am));
   for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    // edge: strided regions at the segment's very ends (GASNet-EX spec,
+    // VIS "Strided": legal when every element is in the segment), two
+    // operations per case and end.
+    if (mode == "edge") EXPECT_EQ(Field(line, "ops"), 2 * 2 * 160) << line;
     if (mode == "shapes") {
       const int targets = n == 1 ? 1 : 2;
       EXPECT_EQ(Field(line, "ops"), targets * kOpsPerTarget) << line;
@@ -49,7 +53,7 @@ TEST_P(VisJobTest, EveryShapeMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     ModesRanksPaths, VisJobTest,
-    ::testing::Combine(::testing::Values("shapes", "peer", "immediate"),
+    ::testing::Combine(::testing::Values("shapes", "peer", "immediate", "edge"),
                        ::testing::Values(1, 2, 3, 4, 8), ::testing::Bool()),
     [](const auto& info) {
       return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
