@@ -38,7 +38,7 @@ constexpr int kOut =
     GASNET_COLL_OUT_NOSYNC | GASNET_COLL_OUT_MYSYNC | GASNET_COLL_OUT_ALLSYNC;
 constexpr int kAddr = GASNET_COLL_SINGLE | GASNET_COLL_LOCAL;
 constexpr int kKnown = kIn | kOut | kAddr | GASNET_COLL_DST_IN_SEGMENT |
-                       GASNET_COLL_SRC_IN_SEGMENT;
+                       GASNET_COLL_SRC_IN_SEGMENT | GASNET_COLL_AGGREGATE;
 
 bool OneOf(int flags, int mask) {
   const int f = flags & mask;

@@ -87,6 +87,9 @@ extern gex_TM_t _gasnet_coll_team_all(void);
 #define GASNET_COLL_OUT_ALLSYNC (1 << 5)
 #define GASNET_COLL_SINGLE (1 << 6)
 #define GASNET_COLL_LOCAL (1 << 7)
+/* A hint that the call may be combined with the ones that follow it until
+ * one without the flag: accepted; each collective here runs on its own. */
+#define GASNET_COLL_AGGREGATE (1 << 8)
 #define GASNET_COLL_DST_IN_SEGMENT (1 << 9)
 #define GASNET_COLL_SRC_IN_SEGMENT (1 << 10)
 

@@ -575,7 +575,10 @@ static void LegacyOn(gasnet_team_handle_t team) {
           for (size_t k = 0; k < kN; ++k) src[k] = Piece(me, n, k);
           memset(dst, 0, n * kN);
           if (nb) {
-            h[0] = gasnet_coll_broadcast_nb(team, dst, root, src, kN, flags);
+            /* GASNET_COLL_AGGREGATE (a hint, GASNet-1 collectives) must be
+             * accepted and change nothing observable. */
+            h[0] = gasnet_coll_broadcast_nb(team, dst, root, src, kN,
+                                            flags | GASNET_COLL_AGGREGATE);
             gasnet_coll_wait_sync(h[0]);
           } else {
             gasnet_coll_broadcast(team, dst, root, src, kN, flags);
