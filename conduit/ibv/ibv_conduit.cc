@@ -419,7 +419,7 @@ absl::Status IbvConduit::OpenRails(const std::string& job_key,
     if (!wanted) {
       // Still listed (for the error message), not opened.
       for (uint8_t p = 1; p <= d.num_ports; ++p) {
-        listing.push_back({d.name, p, {}});
+        listing.push_back({d.name, p, {}, /*queried=*/false});
         context_of.push_back(~size_t{0});
       }
       continue;

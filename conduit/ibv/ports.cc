@@ -22,8 +22,9 @@ std::string Listing(const std::vector<PortInfo>& listing) {
   if (listing.empty()) return "no device at all";
   std::vector<std::string> names;
   for (const PortInfo& p : listing) {
-    names.push_back(absl::StrFormat("%s:%d (%s)", p.device, p.port,
-                                    verbs::ToString(p.attr.state)));
+    names.push_back(absl::StrFormat(
+        "%s:%d (%s)", p.device, p.port,
+        p.queried ? verbs::ToString(p.attr.state) : "not queried"));
   }
   return absl::StrCat("the devices have ", absl::StrJoin(names, ", "));
 }

@@ -25,6 +25,9 @@ struct PortInfo {
   std::string device;
   uint8_t port = 1;
   verbs::PortAttr attr;
+  // False for a port of a device the filter does not name: listed (for
+  // messages) but never opened, so `attr` says nothing about it.
+  bool queried = true;
   // The P_Key the QPs on this port use and its table index (FindPkeyIndex;
   // index 0 without GASNET_IBV_PKEY).
   uint16_t pkey = 0;

@@ -58,6 +58,20 @@ TEST(ChoosePortsTest, MissingDeviceIsAnErrorNamingTheVariable) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("mlx5_1:2"));
 }
 
+// A device the filter does not name is listed in the message but was never
+// opened: its ports read "not queried", not DOWN (the software device read
+// "(DOWN)" when GASNET_IBV_PORTS named another device).
+TEST(ChoosePortsTest, UnqueriedPortsAreNotReportedDown) {
+  PortInfo soft = Port("gex_soft0", 1, false);
+  soft.queried = false;
+  const absl::StatusOr<std::vector<PortInfo>> c =
+      ChoosePorts({soft}, {{"mlx4_9", {}}}, "GASNET_IBV_PORTS");
+  ASSERT_FALSE(c.ok());
+  const std::string message(c.status().message());
+  EXPECT_THAT(message, HasSubstr("gex_soft0:1 (not queried)"));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("DOWN")));
+}
+
 TEST(ChoosePortsTest, InactiveOrMissingPortIsAnError) {
   EXPECT_THAT(
       std::string(
