@@ -41,6 +41,13 @@ std::string FailedRanks(const std::vector<int32_t>& ok) {
 
 }  // namespace
 
+std::string MakeUpJobPrefix() {
+  std::random_device random;  // The kernel's randomness (getrandom).
+  const uint64_t bits = (static_cast<uint64_t>(random()) << 32) | random();
+  return absl::StrFormat("%08x%x%016x", static_cast<uint32_t>(HostId()),
+                         getpid(), bits);
+}
+
 std::string AgreeJobPrefix(Bootstrap& bootstrap) {
   char buffer[kPrefixBytes] = {};
   if (bootstrap.rank() == 0) {
@@ -52,11 +59,7 @@ std::string AgreeJobPrefix(Bootstrap& bootstrap) {
         }
       }
     }
-    if (prefix.empty()) {
-      std::random_device random;
-      prefix = absl::StrFormat("%08x%x%04x", static_cast<uint32_t>(HostId()),
-                               getpid(), random() & 0xffff);
-    }
+    if (prefix.empty()) prefix = MakeUpJobPrefix();
     prefix.resize(std::min(prefix.size(), kPrefixBytes - 1));
     std::memcpy(buffer, prefix.data(), prefix.size());
   }

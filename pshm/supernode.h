@@ -42,6 +42,12 @@ namespace gexrt::pshm {
 // Collective (a broadcast from rank 0).
 std::string AgreeJobPrefix(Bootstrap& bootstrap);
 
+// The prefix rank 0 makes up without GEX_JOB_ID (a job srun or mpirun
+// started directly): the host id, the pid and 64 random bits, in hex. The
+// random part is what keeps another user from squatting on the names (the
+// host id and pid can be guessed), so it is as wide as gasnetrun's.
+std::string MakeUpJobPrefix();
+
 class Supernode;
 
 // The serials of the shared objects of one supernode, in one place: each
