@@ -248,21 +248,52 @@ unsigned char* AlignedCopy(const unsigned char* from, size_t len,
   return to;
 }
 
-// Whether this thread is inside a libfabric call. A signal that ends the
+// How deep this thread is inside libfabric calls. A signal that ends the
 // job (SIGTERM from the launcher, SIGINT) runs the exit from its handler,
-// on whatever the thread was doing: if that was a libfabric call, the
-// provider may hold a lock the handler's polls would wait for forever.
-// Conduit calls made then touch nothing (see Interrupted()).
-thread_local bool tl_in_libfabric = false;
+// on whatever the thread was doing, and the exit sends and polls through
+// this conduit: from inside a libfabric call the provider may hold a lock
+// the handler's polls would wait for forever. So while the thread is
+// inside libfabric an end signal is only recorded
+// (exit::SetEndSignalDeferral, set at Init) and raised again at the next
+// point where this thread holds none of the conduit's locks and no
+// libfabric call is under way (RaiseDeferredEndSignal: each wait round,
+// and the return of Poll, Progress, ProgressSends, Request, Reply, Put,
+// Get), where the exit can use the conduit as usual. The cost per call: a
+// thread-local increment and decrement, and one relaxed load at those
+// points. A fatal signal inside libfabric is not deferred: its exit finds
+// the conduit Interrupted() and touches nothing.
+constinit thread_local int tl_in_libfabric = 0;
+
+bool InsideLibfabric() { return tl_in_libfabric != 0; }
 
 // Marks the enclosing libfabric call.
 class InLibfabric {
  public:
-  InLibfabric() : outer_(tl_in_libfabric) { tl_in_libfabric = true; }
-  ~InLibfabric() { tl_in_libfabric = outer_; }
+  InLibfabric() {
+    ++tl_in_libfabric;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~InLibfabric() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    --tl_in_libfabric;
+  }
+  InLibfabric(const InLibfabric&) = delete;
+  InLibfabric& operator=(const InLibfabric&) = delete;
+};
 
- private:
-  bool outer_;
+// An end signal deferred inside libfabric, raised now (see above).
+inline void RaiseDeferredEndSignal() {
+  if (tl_in_libfabric == 0) exit::RaiseDeferredEndSignal();
+}
+
+// Raises a deferred end signal as the enclosing conduit call returns,
+// after every lock it took is released (declare it first).
+class RaiseOnReturn {
+ public:
+  RaiseOnReturn() = default;
+  ~RaiseOnReturn() { RaiseDeferredEndSignal(); }
+  RaiseOnReturn(const RaiseOnReturn&) = delete;
+  RaiseOnReturn& operator=(const RaiseOnReturn&) = delete;
 };
 
 }  // namespace
@@ -476,6 +507,9 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   if (!settings.ok()) return settings.status();
   settings_ = *std::move(settings);
   PrepareLibfabricEnvironment(settings_, size_);
+  // From here on, an end signal that lands inside libfabric waits for the
+  // call to return (InLibfabric).
+  exit::SetEndSignalDeferral(&InsideLibfabric);
 
   Requirements req;
   req.thread_safe = thread_safe_;
@@ -1067,20 +1101,23 @@ void OfiConduit::Flush() {
 }
 
 void OfiConduit::ProgressSends() {
+  const RaiseOnReturn raise;
   if (Interrupted() || abandoned_.load(std::memory_order_relaxed)) return;
   for (int e = 0; e < kEndpoints; ++e) {
     if (cq_[e] == nullptr || (e > 0 && cq_[e] == cq_[0])) continue;
+    // (Inside from before the lock: an end signal that lands while it is
+    // held waits too, rather than running an exit that would take it.)
+    const InLibfabric in;
     std::unique_lock<std::mutex> lock(rx_mutex_[shared_cq_ ? 0 : e],
                                       std::defer_lock);
     if (thread_safe_) lock.lock();
-    const InLibfabric in;
     (void)fi_cq_read(cq_[e], nullptr, 0);
   }
   for (size_t k = 1; k < lanes_.size(); ++k) {
     Lane& lane = *lanes_[k];
     if (lane.cq == nullptr) continue;
-    std::lock_guard<std::mutex> lock(lane.mutex);
     const InLibfabric in;
+    std::lock_guard<std::mutex> lock(lane.mutex);
     (void)fi_cq_read(lane.cq, nullptr, 0);
   }
 }
@@ -1226,6 +1263,7 @@ bool OfiConduit::Interrupted() {
 }
 
 int OfiConduit::Poll() {
+  const RaiseOnReturn raise;
   if (Interrupted()) return 0;
   peer_lost_.Check("ofi", rank_);
   // (One queue: one read, delivering both endpoints' messages.)
@@ -1236,6 +1274,7 @@ int OfiConduit::Poll() {
 }
 
 int OfiConduit::Progress(bool replies_only) {
+  const RaiseOnReturn raise;
   if (Interrupted()) return others_.Poll(replies_only);
   peer_lost_.Check("ofi", rank_);
   // (A transmit context's own queue holds no receives: a Reply's wait may
@@ -1256,9 +1295,9 @@ int OfiConduit::DrainLane(Lane& lane) {
     fi_cq_entry e[kCqBatch];
     ssize_t n;
     {
+      const InLibfabric in;
       std::unique_lock<std::mutex> lock(lane.mutex, std::try_to_lock);
       if (!lock.owns_lock()) return done;  // another thread is reading it
-      const InLibfabric in;
       n = fi_cq_read(lane.cq, e, kCqBatch);
     }
     if (n == -FI_EAGAIN) return done;
@@ -1398,9 +1437,9 @@ int OfiConduit::DrainRx(Endpoint ep, int budget) {
     {
       // Under the lock, every buffer a completion points into is marked in
       // use before any thread can see a later completion release it.
+      const InLibfabric in;
       std::unique_lock<std::mutex> lock(mutex, std::defer_lock);
       if (thread_safe_) lock.lock();
-      const InLibfabric in;
       n = fi_cq_read(cq, e, kCqBatch);
       for (ssize_t i = 0; i < n; ++i) {
         if (IsTransmit(e[i].flags)) continue;
@@ -1581,6 +1620,7 @@ void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
 
 core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
+  const RaiseOnReturn raise;
   // From a signal handler that interrupted libfabric: the message cannot
   // go; the exit protocol falls back on its deadlines.
   if (Interrupted()) return SendStatus::kOk;
@@ -1594,6 +1634,7 @@ core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
 
 core::SendStatus OfiConduit::Reply(void* reply, const core::Outbound& m,
                                    bool immediate) {
+  const RaiseOnReturn raise;
   if (Interrupted()) return SendStatus::kOk;
   auto* handle = static_cast<ReplyHandle*>(reply);
   return (this->*paths_->send)(handle->source, handle, m,
@@ -2145,6 +2186,7 @@ bool OfiConduit::StartChunks(Lane& lane, size_t len, size_t chunk,
 
 bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  const RaiseOnReturn raise;
   if (closed_.load(std::memory_order_relaxed)) AfterFini("Put");
   if (Interrupted()) {
     FatalError(
@@ -2213,6 +2255,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
+  const RaiseOnReturn raise;
   if (closed_.load(std::memory_order_relaxed)) AfterFini("Get");
   if (Interrupted()) {
     FatalError(

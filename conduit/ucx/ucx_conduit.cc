@@ -75,6 +75,41 @@ void PeerLost(const char* what, Rank peer, ucs_status_t status) {
 
 inline void CheckPeerLost(Rank me) { g_peer_lost.Check("ucx", me); }
 
+// How deep this thread is inside UCX. An end signal (SIGTERM, SIGINT,
+// SIGHUP, SIGQUIT) runs the exit from its handler, on whatever the thread
+// was doing, and the exit sends and polls through UCX: from inside
+// ucp_worker_progress that re-enters the worker, which UCX does not allow
+// (it asserts `worker->inprogress++ == 0` and aborts the rank). So while
+// the thread is inside a UCX call the signal is only recorded
+// (exit::SetEndSignalDeferral, set at Init) and raised again as the thread
+// leaves the outermost call, where UCX is idle and the exit can use the
+// conduit as usual. The cost per call: a thread-local increment and
+// decrement, and one relaxed load of the deferred signal.
+constinit thread_local int tl_in_ucx = 0;
+
+bool InsideUcx() { return tl_in_ucx != 0; }
+
+// Marks the enclosing UCX call.
+class InUcx {
+ public:
+  InUcx() {
+    ++tl_in_ucx;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~InUcx() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (--tl_in_ucx == 0) exit::RaiseDeferredEndSignal();
+  }
+  InUcx(const InUcx&) = delete;
+  InUcx& operator=(const InUcx&) = delete;
+};
+
+// ucp_worker_progress, as a call an end signal waits for.
+unsigned ProgressWorker(ucp_worker_h worker) {
+  const InUcx in;
+  return ucp_worker_progress(worker);
+}
+
 // libucs installs handlers for the fatal signals when it loads (its
 // UCX_HANDLE_ERRORS backtrace), before main; they print UCX's report and
 // end the process their way, so a crash would lose the exit layer's
@@ -129,8 +164,11 @@ ucs_status_t SendEager(ucp_ep_h ep, BufferPool& pool, unsigned char* buffer,
   // Eager only: the receive callback takes whole messages; rendezvous
   // would need a receive posted from it.
   p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t req =
-      ucp_am_send_nbx(ep, kAmId, nullptr, 0, buffer + kSendPrefix, len, &p);
+  ucs_status_ptr_t req;
+  {
+    const InUcx in;
+    req = ucp_am_send_nbx(ep, kAmId, nullptr, 0, buffer + kSendPrefix, len, &p);
+  }
   if (UCS_PTR_IS_PTR(req)) return UCS_OK;
   pool.Put(buffer);
   return req == nullptr ? UCS_OK : UCS_PTR_STATUS(req);
@@ -270,6 +308,9 @@ absl::Status UcxConduit::Init(const core::InitArgs& args) {
       std::make_unique<BufferPool>(message_size_, 64, ~size_t{0}, thread_safe_);
 
   if (absl::Status s = CreateContext(); !s.ok()) return s;
+  // From here on, an end signal that lands inside UCX waits for the
+  // outermost UCX call to return (InUcx).
+  exit::SetEndSignalDeferral(&InsideUcx);
   if (absl::Status s = ConnectPeers(*args.map); !s.ok()) return s;
   DropLibrarySignalHandlers();
   return absl::OkStatus();
@@ -343,7 +384,7 @@ absl::Status UcxConduit::ConnectPeers(const NodeMap& map) {
     }
   }
   while (hellos_.load(std::memory_order_acquire) < peers.size()) {
-    WaitRound([&] { return ucp_worker_progress(worker_); });
+    WaitRound([&] { return ProgressWorker(worker_); });
   }
   if (settings_.offload_atomics) addresses_ = std::move(all);
   return absl::OkStatus();
@@ -520,7 +561,7 @@ void UcxConduit::Deliver(unsigned char* msg, size_t len) {
 int UcxConduit::Poll() {
   if (closed_.load(std::memory_order_relaxed)) return 0;
   CheckPeerLost(rank_);
-  int n = static_cast<int>(ucp_worker_progress(worker_));
+  int n = static_cast<int>(ProgressWorker(worker_));
   if (queued_.load(std::memory_order_acquire) != 0) {
     n += DrainQueue(/*replies=*/true, kPollBudget);
     n += DrainQueue(/*replies=*/false, kPollBudget);
@@ -533,7 +574,7 @@ void UcxConduit::ProgressSends() {
   // queues. So it is safe inside a bootstrap collective's wait, and it
   // moves both our queued sends and UCX's wire-up.
   if (closed_.load(std::memory_order_relaxed) || worker_ == nullptr) return;
-  ucp_worker_progress(worker_);
+  ProgressWorker(worker_);
 }
 
 int UcxConduit::Progress(bool replies_only) {
@@ -541,7 +582,7 @@ int UcxConduit::Progress(bool replies_only) {
     return others_.Poll(replies_only);
   }
   CheckPeerLost(rank_);
-  int n = static_cast<int>(ucp_worker_progress(worker_));
+  int n = static_cast<int>(ProgressWorker(worker_));
   if (queued_.load(std::memory_order_acquire) != 0) {
     n += DrainQueue(/*replies=*/true, kPollBudget);
     if (!replies_only) n += DrainQueue(/*replies=*/false, kPollBudget);
@@ -612,8 +653,11 @@ void UcxConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = &CompleteCounter;
   p.user_data = &done;
-  ucs_status_ptr_t req =
-      ucp_put_nbx(eps_[dest], src, len, long_dest, s.rkey, &p);
+  ucs_status_ptr_t req;
+  {
+    const InUcx in;
+    req = ucp_put_nbx(eps_[dest], src, len, long_dest, s.rkey, &p);
+  }
   if (UCS_PTR_IS_ERR(req)) {
     PeerLost("a Long's payload to", dest, UCS_PTR_STATUS(req));
     req = nullptr;
@@ -625,7 +669,10 @@ void UcxConduit::WriteLongPayload(Rank dest, const void* src, size_t len,
     rma::Counter flushed;
     flushed.Start(1);
     p.user_data = &flushed;
-    req = ucp_ep_flush_nbx(eps_[dest], &p);
+    {
+      const InUcx in;
+      req = ucp_ep_flush_nbx(eps_[dest], &p);
+    }
     if (UCS_PTR_IS_ERR(req)) {
       PeerLost("flushing to", dest, UCS_PTR_STATUS(req));
       req = nullptr;
@@ -823,8 +870,12 @@ bool UcxConduit::Put(Rank rank, void* dest, const void* src, size_t len,
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = &CompleteCounter;
   p.user_data = local_done;
-  ucs_status_ptr_t req = ucp_put_nbx(
-      eps_[rank], src, len, reinterpret_cast<uint64_t>(dest), s.rkey, &p);
+  ucs_status_ptr_t req;
+  {
+    const InUcx in;
+    req = ucp_put_nbx(eps_[rank], src, len, reinterpret_cast<uint64_t>(dest),
+                      s.rkey, &p);
+  }
   if (UCS_PTR_IS_ERR(req)) {
     PeerLost("a Put to", rank, UCS_PTR_STATUS(req));
     req = nullptr;
@@ -833,7 +884,10 @@ bool UcxConduit::Put(Rank rank, void* dest, const void* src, size_t len,
   // Remote completion: a flush of the endpoint completes once everything
   // issued on it before has arrived.
   p.user_data = &rc;
-  req = ucp_ep_flush_nbx(eps_[rank], &p);
+  {
+    const InUcx in;
+    req = ucp_ep_flush_nbx(eps_[rank], &p);
+  }
   if (UCS_PTR_IS_ERR(req)) {
     PeerLost("flushing a Put to", rank, UCS_PTR_STATUS(req));
     req = nullptr;
@@ -858,8 +912,12 @@ bool UcxConduit::Get(void* dest, Rank rank, const void* src, size_t len,
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = &CompleteCounter;
   p.user_data = &rc;
-  ucs_status_ptr_t req = ucp_get_nbx(
-      eps_[rank], dest, len, reinterpret_cast<uint64_t>(src), s.rkey, &p);
+  ucs_status_ptr_t req;
+  {
+    const InUcx in;
+    req = ucp_get_nbx(eps_[rank], dest, len, reinterpret_cast<uint64_t>(src),
+                      s.rkey, &p);
+  }
   if (UCS_PTR_IS_ERR(req)) {
     PeerLost("a Get from", rank, UCS_PTR_STATUS(req));
     req = nullptr;
@@ -1057,8 +1115,12 @@ bool UcxConduit::Atomic(Rank rank, void* target, const core::AtomicOp& op,
   p.datatype = ucp_dt_make_contig(size);
   p.reply_buffer = &a->reply;
   counters_.atomics.fetch_add(1, std::memory_order_relaxed);
-  ucs_status_ptr_t req = ucp_atomic_op_nbx(atomic_eps_[rank], code, &a->value,
-                                           1, address, atomic_rkeys_[rank], &p);
+  ucs_status_ptr_t req;
+  {
+    const InUcx in;
+    req = ucp_atomic_op_nbx(atomic_eps_[rank], code, &a->value, 1, address,
+                            atomic_rkeys_[rank], &p);
+  }
   if (UCS_PTR_IS_ERR(req)) {
     PeerLost("an atomic operation on", rank, UCS_PTR_STATUS(req));
     return true;  // Never completes; the job is ending.

@@ -44,6 +44,22 @@
  *          release) K times around a plain increment of a U64 cell it
  *          reaches with GET/SET under the lock. Rank 0 checks the counter
  *          is n*K, and the lock's cell n*K. Prints "rank R: cas ok".
+ *   mp     Message passing through one domain (release/acquire): rank
+ *          n-1 (the writer) raises X, then sets Y with GEX_FLAG_AD_REL, K
+ *          times (X to i by SET or by ADD 1, Y to i by SET, SWAP or ADD 1;
+ *          each X operation synchronized, in the NB, NBI or Blocking form
+ *          by turns, before Y's starts). X and Y are cells of rank 0's
+ *          (the owner), which meanwhile polls Y with GEX_FLAG_AD_ACQ |
+ *          GEX_FLAG_AD_MY_RANK (Blocking GET) and, each time it sees Y
+ *          move, reads X (GET, MY_RANK): X >= Y must hold every time (a
+ *          Y newer than X breaks release/acquire). Until it has seen
+ *          Y == K. Prints "rank R: mp ok reads=M" (M: Y values seen).
+ *   mp3    The same with the reader a third rank (rank 1, n >= 3) reading
+ *          the owner's X and Y remotely with GEX_FLAG_AD_ACQ; the owner
+ *          waits in a barrier meanwhile.
+ *   mpput, mp3put   mp and mp3 with X plain data: the writer Puts it
+ *          (Blocking), the reader Gets it, or loads it where the owner's
+ *          segment is mapped here. Prints "rank R: mpput ok reads=M".
  *   subteam  A domain over a parity sub-team whose order runs backwards:
  *          every member adds 1 to every member's counter by team rank and
  *          2 by job rank (GEX_FLAG_RANK_IS_JOBRANK), K times; each checks
@@ -623,6 +639,121 @@ static void Subteam(void) {
 }
 
 /* ------------------------------------------------------------------------
+ * mp, mp3: release/acquire across ranks through one domain. */
+
+enum { kMpRounds = 1500 };
+
+/* mpput, mp3put: X is plain data (a Put, read by a Get or, where the
+ * owner's segment is mapped here, a load), Y the atomic flag. */
+static int g_put;
+
+/* The writer's step on X for round i: X becomes i, the operation
+ * synchronized before Y's starts. */
+static void WriteX(gex_AD_t ad, gex_Rank_t owner, uint64_t *x, uint64_t i) {
+  if (g_put) {
+    uint64_t v = i;
+    gex_RMA_PutBlocking(g_tm, owner, x, &v, sizeof v, 0);
+    return;
+  }
+  const gex_OP_t op = i % 2 ? GEX_OP_SET : GEX_OP_ADD;
+  const uint64_t value = i % 2 ? i : 1;
+  switch (i % 3) {
+    case 0:
+      gex_AD_OpBlocking_U64(ad, NULL, owner, x, op, value, 0, 0);
+      break;
+    case 1:
+      gex_Event_Wait(gex_AD_OpNB_U64(ad, NULL, owner, x, op, value, 0, 0));
+      break;
+    default:
+      gex_AD_OpNBI_U64(ad, NULL, owner, x, op, value, 0, 0);
+      gex_NBI_Wait(GEX_EC_ALL, 0);
+      break;
+  }
+}
+
+static uint64_t ReadX(gex_AD_t ad, gex_Rank_t owner, uint64_t *x,
+                      gex_Flags_t mine) {
+  uint64_t v = 0;
+  if (!g_put) {
+    gex_AD_OpBlocking_U64(ad, &v, owner, x, GEX_OP_GET, 0, 0, mine);
+  } else if (g_local[owner] != NULL) {
+    const size_t at = (size_t)((unsigned char *)x - g_owner[owner]);
+    v = __atomic_load_n((uint64_t *)(g_local[owner] + at), __ATOMIC_RELAXED);
+  } else {
+    gex_RMA_GetBlocking(g_tm, &v, owner, x, sizeof v, 0);
+  }
+  return v;
+}
+
+static void Mp(int third) {
+  CHECK(g_n >= (third ? 3 : 2), "mp%s needs %d ranks", third ? "3" : "",
+        third ? 3 : 2);
+  gex_AD_t ad;
+  gex_AD_Create(&ad, g_tm, GEX_DT_U64,
+                GEX_OP_SET | GEX_OP_GET | GEX_OP_ADD | GEX_OP_SWAP, 0);
+  const gex_Rank_t owner = 0, writer = g_n - 1, reader = third ? 1 : 0;
+  uint64_t *x = (uint64_t *)Cell(owner, g_n, 5);
+  uint64_t *y = (uint64_t *)Cell(owner, g_n, 6);
+  Barrier();
+  long reads = 0;
+  if (g_me == writer) {
+    for (uint64_t i = 1; i <= kMpRounds; ++i) {
+      WriteX(ad, owner, x, i);
+      uint64_t old = 0;
+      switch (i % 4) {
+        case 0:
+          gex_AD_OpBlocking_U64(ad, NULL, owner, y, GEX_OP_SET, i, 0,
+                                GEX_FLAG_AD_REL);
+          break;
+        case 1:
+          gex_Event_Wait(gex_AD_OpNB_U64(ad, &old, owner, y, GEX_OP_SWAP, i, 0,
+                                         GEX_FLAG_AD_REL));
+          CHECK(old == i - 1, "SWAP on Y fetched %llu, expected %llu",
+                (unsigned long long)old, (unsigned long long)(i - 1));
+          break;
+        case 2:
+          gex_AD_OpNBI_U64(ad, NULL, owner, y, GEX_OP_ADD, 1, 0,
+                           GEX_FLAG_AD_REL);
+          gex_NBI_Wait(GEX_EC_ALL, 0);
+          break;
+        default:
+          gex_Event_Wait(gex_AD_OpNB_U64(ad, NULL, owner, y, GEX_OP_SET, i, 0,
+                                         GEX_FLAG_AD_REL));
+          break;
+      }
+    }
+  } else if (g_me == reader) {
+    const gex_Flags_t mine = reader == owner ? GEX_FLAG_AD_MY_RANK : 0;
+    uint64_t seen = 0;
+    while (seen < kMpRounds) {
+      uint64_t yv = 0, xv = 0;
+      gex_AD_OpBlocking_U64(ad, &yv, owner, y, GEX_OP_GET, 0, 0,
+                            GEX_FLAG_AD_ACQ | mine);
+      if (yv == seen) {
+        gasnet_AMPoll();
+        continue;
+      }
+      CHECK(yv > seen, "Y went back from %llu to %llu",
+            (unsigned long long)seen, (unsigned long long)yv);
+      xv = ReadX(ad, owner, x, mine);
+      CHECK(xv >= yv,
+            "read Y=%llu (GEX_FLAG_AD_ACQ) and then X=%llu: the writer "
+            "raised X to %llu before it set Y with GEX_FLAG_AD_REL",
+            (unsigned long long)yv, (unsigned long long)xv,
+            (unsigned long long)yv);
+      seen = yv;
+      ++reads;
+    }
+  }
+  Barrier();
+  gex_AD_Destroy(ad);
+  char line[96];
+  snprintf(line, sizeof line, "mp%s%s ok reads=%ld", third ? "3" : "",
+           g_put ? "put" : "", reads);
+  Finish(line);
+}
+
+/* ------------------------------------------------------------------------
  * Misuse. */
 
 static void Survived(const char *mode) {
@@ -698,6 +829,11 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "sum") == 0) Sum();
   if (strcmp(mode, "cas") == 0) Cas();
   if (strcmp(mode, "subteam") == 0) Subteam();
+  if (strcmp(mode, "mp") == 0) Mp(0);
+  if (strcmp(mode, "mp3") == 0) Mp(1);
+  g_put = 1;
+  if (strcmp(mode, "mpput") == 0) Mp(0);
+  if (strcmp(mode, "mp3put") == 0) Mp(1);
   Misuse(mode);
   return 0;
 }

@@ -144,6 +144,49 @@ INSTANTIATE_TEST_SUITE_P(RanksPaths, RatomicParJobTest,
                          });
 
 // ---------------------------------------------------------------------------
+// Release/acquire through one domain (the mp and mp3 modes): a writer
+// raises X then sets Y with GEX_FLAG_AD_REL; a reader that sees Y (with
+// GEX_FLAG_AD_ACQ) must then see X at least as new. The reader is X and
+// Y's owner (GEX_FLAG_AD_MY_RANK) or a third rank. On ucx with ranks off
+// the supernode, every operation goes through UCP (issue 34: the owner's
+// own reads saw the new Y with the old X). mpput and mp3put: X is plain
+// data, Put by the writer and read by a Get or a load.
+
+class RatomicOrderJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(RatomicOrderJobTest, AcquireSeesWhatWasReleased) {
+  if (kTsan) GTEST_SKIP() << "the SEQ client is not threaded";
+  const auto& [mode, n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("ratomic_client", n, {mode}, ForceAmEnv(force_am));
+  const int reader = mode.rfind("mp3", 0) == 0 ? 1 : 0;
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    // The reader saw Y move at least once (the writer's last value).
+    if (rank == reader) {
+      EXPECT_GT(Field(line, "reads"), 0) << line;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadersRanksPaths, RatomicOrderJobTest,
+                         ::testing::Values(std::make_tuple("mp", 2, false),
+                                           std::make_tuple("mp", 3, false),
+                                           std::make_tuple("mp", 4, false),
+                                           std::make_tuple("mp", 2, true),
+                                           std::make_tuple("mp3", 3, false),
+                                           std::make_tuple("mp3", 4, false),
+                                           std::make_tuple("mp3", 3, true),
+                                           std::make_tuple("mpput", 4, false),
+                                           std::make_tuple("mp3put", 4, false)),
+                         [](const auto& info) {
+                           return absl::StrFormat(
+                               "%s_n%d_%s", std::get<0>(info.param),
+                               std::get<1>(info.param),
+                               PathName(std::get<2>(info.param)));
+                         });
+
+// ---------------------------------------------------------------------------
 // Network atomics (ucx only): the sum, cas and PAR modes with UCP
 // performing the domains it can (GASNET_UCX_OFFLOAD_ATOMICS, default on)
 // and with every domain kept generic; the sums are exact either way, and

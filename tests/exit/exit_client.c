@@ -58,6 +58,15 @@
  *                    "rank R: SIGQUIT" (write(2)) and returns; exiter
  *                    gasnet_exit(code); the others spin
  *   sigquit-default  as spin (no SIGQUIT handler of the client's own)
+ *   traffic-launcher  every rank floods the next ranks with AM Medium
+ *                    Requests (1 KiB, each answered) and polls, forever;
+ *                    once rank 0 has had 300 replies it creates
+ *                    $EXIT_TEST_READY_FILE (the test then signals the
+ *                    launcher) and goes on. So the end signal lands while
+ *                    the ranks are inside the conduit's sends and polls
+ *   traffic-rank     as traffic-launcher, but rank 0 itself sends SIGTERM
+ *                    to the exiter's pid (put into rank 0's segment before
+ *                    the traffic starts) once it has had 300 replies
  *
  * A misuse of the client itself (bad arguments, a failed call) prints
  * "rank R: exit_client: ..." on stderr and ends the rank with _exit(1). */
@@ -86,7 +95,8 @@ enum {
   kAskReplyIndex,
   kExitReplyIndex,
   kPingIndex,
-  kPongIndex
+  kPongIndex,
+  kFloodIndex
 };
 
 static gex_Client_t g_client;
@@ -158,6 +168,8 @@ static void ExitReply(gex_Token_t token) {
 
 #ifdef GASNET_PAR
 static atomic_long g_pongs;
+#else
+static long g_pongs;
 #endif
 
 static void Ping(gex_Token_t token) {
@@ -170,7 +182,17 @@ static void Pong(gex_Token_t token) {
   (void)token;
 #ifdef GASNET_PAR
   atomic_fetch_add(&g_pongs, 1);
+#else
+  ++g_pongs;
 #endif
+}
+
+static void Flood(gex_Token_t token, void *buf, size_t nbytes) {
+  (void)buf;
+  (void)nbytes;
+  if (gex_AM_ReplyShort0(token, kPongIndex, 0) != GASNET_OK) {
+    Die("gex_AM_ReplyShort0 failed");
+  }
 }
 
 static void RegisterHandlers(void) {
@@ -179,6 +201,8 @@ static void RegisterHandlers(void) {
        0, NULL, "ping"},
       {kPongIndex, (gex_AM_Fn_t)Pong, GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 0,
        NULL, "pong"},
+      {kFloodIndex, (gex_AM_Fn_t)Flood,
+       GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 0, NULL, "flood"},
       {kExitRequestIndex, (gex_AM_Fn_t)ExitRequest,
        GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 0, NULL, "exit_request"},
       {kAskReplyIndex, (gex_AM_Fn_t)AskReply,
@@ -252,6 +276,49 @@ static void CreateReadyFile(void) {
   close(fd);
 }
 
+/* The traffic modes: Medium Requests round the job and polls, forever;
+ * rank 0 sets the end signal off once it has had kPongsBeforeSignal
+ * replies (see the file comment). */
+enum { kFloodBytes = 1024, kPongsBeforeSignal = 300 };
+
+static long Pongs(void) {
+#ifdef GASNET_PAR
+  return atomic_load(&g_pongs);
+#else
+  return *(volatile long *)&g_pongs;
+#endif
+}
+
+static void Traffic(int signal_rank) __attribute__((noreturn));
+static void Traffic(int signal_rank) {
+  static unsigned char payload[kFloodBytes];
+  gex_Rank_t peer = (g_me + 1) % g_n;
+  int signalled = 0;
+  pid_t exiter_pid = 0;
+  if (signal_rank && g_me == 0) {
+    exiter_pid = ((volatile pid_t *)gex_Segment_QueryAddr(g_seg))[0];
+    if (exiter_pid <= 0) Die("the exiter's pid is not in the segment");
+  }
+  for (;;) {
+    if (peer != g_me &&
+        gex_AM_RequestMedium0(g_tm, peer, kFloodIndex, payload, sizeof payload,
+                              GEX_EVENT_NOW, 0) != GASNET_OK) {
+      Die("gex_AM_RequestMedium0 failed");
+    }
+    peer = (peer + 1) % g_n;
+    gasnet_AMPoll();
+    if (g_me == 0 && !signalled && Pongs() >= kPongsBeforeSignal) {
+      signalled = 1;
+      if (signal_rank) {
+        if (kill(exiter_pid, SIGTERM) != 0)
+          Die("kill(%ld) failed", (long)exiter_pid);
+      } else {
+        CreateReadyFile();
+      }
+    }
+  }
+}
+
 #ifdef GASNET_PAR
 enum { kThreads = 3, kPongsBeforeExit = 200 };
 
@@ -292,11 +359,12 @@ static void Threads(void) {
 #endif
 
 static const char *const kModes[] = {
-    "collective",      "barrier",       "spin",       "rma",
-    "return-all",      "return-one",    "exit-all",   "exit-one",
-    "request-handler", "reply-handler", "sigsegv",    "sigabrt",
-    "launcher-signal", "sigkill",       "rank0-dead", "sigquit-handler",
-    "sigquit-default", "threads",       "compute",    "mismatch"};
+    "collective",       "barrier",       "spin",       "rma",
+    "return-all",       "return-one",    "exit-all",   "exit-one",
+    "request-handler",  "reply-handler", "sigsegv",    "sigabrt",
+    "launcher-signal",  "sigkill",       "rank0-dead", "sigquit-handler",
+    "sigquit-default",  "threads",       "compute",    "mismatch",
+    "traffic-launcher", "traffic-rank"};
 
 static int Is(const char *mode, const char *name) {
   return strcmp(mode, name) == 0;
@@ -340,6 +408,16 @@ int main(int argc, char **argv) {
   fflush(stdout);
   exiter = Is(mode, "rank0-dead") ? 0 : g_n - 1;
   if (Is(mode, "sigquit-handler")) InstallSigquitHandler();
+  if (Is(mode, "traffic-rank") && g_me == exiter) {
+    /* Rank 0 signals this process: its pid goes to rank 0's segment. */
+    pid_t pid = getpid();
+    void *owner = NULL;
+    gex_Event_Wait(gex_EP_QueryBoundSegmentNB(g_tm, 0, &owner, NULL, NULL, 0));
+    if (owner == NULL) Die("rank 0's segment is unknown");
+    if (gex_RMA_PutBlocking(g_tm, 0, owner, &pid, sizeof pid, 0) != 0) {
+      Die("gex_RMA_PutBlocking failed");
+    }
+  }
   gex_Coll_BarrierBlocking(g_tm, 0);
 
   /* Left in the stdio buffer on purpose: the exit path must flush them. */
@@ -363,6 +441,10 @@ int main(int argc, char **argv) {
      * test signals. */
     if (g_me == 0) CreateReadyFile();
     Spin();
+  }
+  if (Is(mode, "traffic-launcher") || Is(mode, "traffic-rank")) {
+    if (g_n < 2) Die("mode '%s' needs 2 ranks or more", mode);
+    Traffic(Is(mode, "traffic-rank"));
   }
   if (Is(mode, "request-handler") || Is(mode, "reply-handler")) {
     if (g_me == exiter) {

@@ -28,6 +28,7 @@
 #include <ostream>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -586,6 +587,77 @@ TEST_P(ExitSoonTest, EndsLongBeforeTheExitTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Soon, ExitSoonTest, ::testing::ValuesIn(SoonParams()),
                          SoonParamName);
+
+// ---------------------------------------------------------------------------
+// End signals while every rank is busy in conduit traffic (issue 38, items
+// 1-2): the ranks flood each other with Medium Requests and poll, so the
+// signal lands inside the conduit's sends and polls, often inside the
+// network library (ucx: the exit then re-entered ucp_worker_progress and
+// UCX aborted the rank with "Assertion `worker->inprogress++ == 0'"; ofi:
+// the conduit went dead for the exit, which waited out its deadlines,
+// 0.9 x GASNET_EXITTIMEOUT). SIGTERM or SIGINT to the launcher (which
+// forwards it to every rank), or SIGTERM from rank 0 to the last rank
+// alone, kRepeats jobs each. Every job must end by the signal's exit
+// (128 + signal), with every rank's buffered lines delivered, no rank
+// aborting, and within the start-up allowance although GASNET_EXITTIMEOUT
+// is 300 s (a bound on a wedged exit, not a timing assert).
+
+struct TrafficCase {
+  const char* target;  // "launcher" or "rank"
+  int signal;
+};
+
+constexpr int kTrafficRepeats = 5;
+
+class EndSignalTrafficTest
+    : public ::testing::TestWithParam<std::tuple<TrafficCase, int>> {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(Conduit().empty())
+        << "EXIT_TEST_CONDUIT is not set (exit_tests.bzl sets it)";
+    SKIP_IF_KNOWN_BUG();
+  }
+};
+
+TEST_P(EndSignalTrafficTest, NoRankAbortsAndTheJobEndsByTheSignal) {
+  const auto& [c, n] = GetParam();
+  const bool launcher = std::string(c.target) == "launcher";
+  for (int run = 0; run < kTrafficRepeats; ++run) {
+    JobOptions options;
+    options.exit_timeout_s = kLongExitTimeoutS;
+    options.limit = kStartupAllowance;
+    options.launcher_signal = launcher ? c.signal : 0;
+    const ExitJob job = RunExitJob(
+        launcher ? "traffic-launcher" : "traffic-rank", 5, n, options);
+    Expected expected;
+    expected.exit_code = 128 + c.signal;
+    expected.exiter = n - 1;
+    Problems problems;
+    CheckJob(job, expected, problems);
+    for (const char* text :
+         {"Assertion", "Caught a fatal signal", "SIGABRT", "FATAL ERROR"}) {
+      if (job.r.err.find(text) != std::string::npos) {
+        problems.Add("run %d of %d: \"%s\" on stderr (a rank aborted)", run + 1,
+                     kTrafficRepeats, text);
+      }
+    }
+    problems.ReportFor(job);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EndSignals, EndSignalTrafficTest,
+    ::testing::Combine(::testing::Values(TrafficCase{"launcher", SIGTERM},
+                                         TrafficCase{"launcher", SIGINT},
+                                         TrafficCase{"rank", SIGTERM}),
+                       ::testing::Values(2, 4)),
+    [](const auto& info) {
+      const TrafficCase& c = std::get<0>(info.param);
+      return absl::StrCat(c.target, "_",
+                          c.signal == SIGTERM ? "SIGTERM" : "SIGINT", "_",
+                          std::get<1>(info.param), "ranks");
+    });
 
 // A bootstrap collective that times out because the ranks are in different
 // GASNet calls (issue 24, item 9): the message every rank's fatal error
