@@ -118,10 +118,12 @@ if ((as_built)); then
 else
   if ((want_debug)); then
     config=(--config=dbg)
-    ok=$(((built_mode == dbg) && built_debug))
+    ok=0
+    [[ "$built_mode" == dbg ]] && ((built_debug)) && ok=1
   else
     config=(-c opt)
-    ok=$(((built_mode == opt) && !built_debug))
+    ok=0
+    [[ "$built_mode" == opt ]] && ((!built_debug)) && ok=1
   fi
   if ((!ok)); then
     if [[ -n "${BUILD_WORKSPACE_DIRECTORY:-}" && -z "${GEX_INSTALL_REBUILT:-}" ]]; then
@@ -136,8 +138,14 @@ if ((want_debug)); then
   kind=debug
   opt_flags="-g -O0"
   kind_defines="-DGEX_DEBUG=1"
-else
+elif [[ "$built_mode" == opt ]]; then
   kind=optimised
+  opt_flags="-O2"
+  kind_defines=""
+else
+  # --as-built of a fastbuild or dbg build without GEX_DEBUG: the
+  # optimised kind's link check and defines, but named as built.
+  kind="$built_mode"
   opt_flags="-O2"
   kind_defines=""
 fi
@@ -349,7 +357,13 @@ for m in seq par; do
   header_lists+=("$pieces/$piece.headers")
   install -m 0644 "$pieces/$piece.a" "$prefix/lib/libgasnet_tools-$m.a"
   defines="$(defines_of "$pieces/$piece.defines")"
-  [[ "$m" == par ]] && defines="${defines:+$defines }-DGASNETT_THREAD_SAFE=1"
+  # The tools header's threading model, stated (not left to -pthread's
+  # _REENTRANT, which GASNET_LIBS brings).
+  if [[ "$m" == par ]]; then
+    defines="${defines:+$defines }-DGASNETT_THREAD_SAFE=1"
+  else
+    defines="${defines:+$defines }-DGASNETT_THREAD_SINGLE=1"
+  fi
   write_fragment "$prefix/include/gasnet_tools-$m.mak" "the tools-only library" \
     "" "$m" "$piece" "gasnet_tools-$m" "$defines" "" "/.."
   write_pc "$prefix/lib/pkgconfig/gasnet_tools-$m.pc" "gasnet_tools-$m" \
