@@ -33,9 +33,13 @@ me="gex install"
 usage() {
   cat <<EOF
 usage: bazel run //:install -- --prefix=DIR [--conduits=LIST] [--debug] [--as-built]
+                                 [--modes=LIST] [--cc=CC] [--cxx=CXX]
   --prefix=DIR      where the tree goes (created if missing; files there are
                     replaced)
   --conduits=LIST   comma-separated, from smp,ofi,ucx,ibv (default: all four)
+  --modes=LIST      comma-separated, from seq,par (default: both)
+  --cc=CC, --cxx=CXX  the C and C++ compilers the fragments and .pc files
+                    name (default: those of Bazel's C++ toolchain)
   --debug           the debug build (GEX_DEBUG checks, -g) instead of the
                     optimised one
   --as-built        install the libraries as this Bazel build compiled them
@@ -57,6 +61,9 @@ prefix=""
 conduits_arg="smp,ofi,ucx,ibv"
 want_debug=0
 as_built=0
+modes_arg="seq,par"
+cc=""
+cxx=""
 orig_args=("$@")
 while (($#)); do
   case "$1" in
@@ -72,6 +79,9 @@ while (($#)); do
       conduits_arg="$2"
       shift
       ;;
+    --modes=*) modes_arg="${1#--modes=}" ;;
+    --cc=*) cc="${1#--cc=}" ;;
+    --cxx=*) cxx="${1#--cxx=}" ;;
     --debug) want_debug=1 ;;
     --as-built) as_built=1 ;;
     -h | --help)
@@ -91,6 +101,14 @@ for c in "${conduits[@]}"; do
     *) die_usage "--conduits: unknown conduit '$c' (known: ${all_conduits[*]})" ;;
   esac
 done
+
+IFS=, read -r -a modes <<<"$modes_arg"
+((${#modes[@]})) || die_usage "--modes: empty list"
+for m in "${modes[@]}"; do
+  [[ "$m" == seq || "$m" == par ]] || die_usage "--modes: unknown mode '$m' (known: seq par)"
+done
+[[ -z "$cc" || -n "$cxx" ]] || die_usage "--cc needs --cxx too"
+[[ -z "$cxx" || -n "$cc" ]] || die_usage "--cxx needs --cc too"
 
 # ---- where the built pieces are (this binary's runfiles) -----------------
 if [[ -d "$0.runfiles/gex/tools/install" ]]; then
@@ -155,13 +173,15 @@ mkdir -p "$prefix"
 prefix="$(cd "$prefix" && pwd)"
 mkdir -p "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/bin"
 
-cc="$(cat "$pieces/smp_seq.cc")"
-# The C++ driver beside the C one (gcc -> g++, clang -> clang++).
-case "$cc" in
-  *clang) cxx="${cc}++" ;;
-  *gcc) cxx="${cc%gcc}g++" ;;
-  *) cxx="c++" ;;
-esac
+if [[ -z "$cc" ]]; then
+  cc="$(cat "$pieces/smp_seq.cc")"
+  # The C++ driver beside the C one (gcc -> g++, clang -> clang++).
+  case "$cc" in
+    *clang) cxx="${cc}++" ;;
+    *gcc) cxx="${cc%gcc}g++" ;;
+    *) cxx="c++" ;;
+  esac
+fi
 version="2025.8.0"
 
 # Headers: the union of what the libraries' manifests list.
@@ -336,7 +356,7 @@ EOF
 header_lists=()
 for c in "${conduits[@]}"; do
   mkdir -p "$prefix/include/$c-conduit"
-  for m in seq par; do
+  for m in "${modes[@]}"; do
     piece="${c}_$m"
     header_lists+=("$pieces/$piece.headers")
     install -m 0644 "$pieces/$piece.a" "$prefix/lib/libgasnet-$c-$m.a"
@@ -352,7 +372,7 @@ for c in "${conduits[@]}"; do
     install -m 0755 "$runfiles/tools/${tool}_$c" "$prefix/bin/${tool}_$c"
   done
 done
-for m in seq par; do
+for m in "${modes[@]}"; do
   piece="tools_$m"
   header_lists+=("$pieces/$piece.headers")
   install -m 0644 "$pieces/$piece.a" "$prefix/lib/libgasnet_tools-$m.a"
@@ -374,8 +394,8 @@ for list in "${header_lists[@]}"; do
   install_headers "$list"
 done
 install -m 0755 "$runfiles/tools/gex_config" "$prefix/bin/gex_config"
-if [[ " ${conduits[*]} " == *" smp "* ]]; then
+if [[ " ${conduits[*]} " == *" smp "* && " ${modes[*]} " == *" par "* ]]; then
   install -m 0755 "$runfiles/tools/gex_par_bench_smp" "$prefix/bin/gex_par_bench_smp"
 fi
 
-echo "$me: $kind tree for ${conduits[*]} (SEQ and PAR) written to $prefix"
+echo "$me: $kind tree for ${conduits[*]} (${modes[*]^^}) written to $prefix"
