@@ -2,7 +2,7 @@
 # Writes a GASNet-EX-shaped install tree of gex for clients that do not
 # build with Bazel (see tools/install/README.md):
 #
-#   bazel run //:install -- --prefix=DIR [--conduits=smp,ofi,ucx,ibv] [--debug]
+#   bazel run -c opt //:install -- --prefix=DIR [--conduits=smp,ofi,ucx,ibv] [--debug]
 #
 #   DIR/include/                     the public headers (every header the
 #                                    final targets export), gex_build_kind.h
