@@ -125,7 +125,9 @@ pieces="$runfiles/tools/install"
 # ---- the build kind: the one asked for, or rebuild ------------------------
 built_mode="$(cat "$pieces/compilation_mode.txt")"
 built_debug=0
-if nm -g "$pieces/smp_seq.a" 2>/dev/null | grep -q ' gex_install_i_build_DEBUG$'; then
+# (grep reads all of nm's output: with -q it could stop early, and nm's
+# SIGPIPE would fail the pipeline under pipefail.)
+if nm -g "$pieces/smp_seq.a" 2>/dev/null | grep ' gex_install_i_build_DEBUG$' >/dev/null; then
   built_debug=1
 fi
 if ((as_built)); then
