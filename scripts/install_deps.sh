@@ -11,6 +11,7 @@ packages=(
   libibverbs-dev ibverbs-utils libpmix-dev
   openmpi-bin slurmctld slurmd slurm-client munge
   iproute2 util-linux procps python3 gdb
+  make cmake pkg-config
 )
 
 missing=()
