@@ -71,6 +71,38 @@ inline void RaiseDeferredEndSignal() {
   }
 }
 
+// The usual probe: a per-thread depth of calls into a network library
+// (UCX, libfabric), kept by LibraryCall scopes around each call.
+// SetEndSignalDeferral(&InsideLibraryCall) defers end signals while the
+// depth is above zero. The cost per call: a thread-local increment and
+// decrement (and, with kRaiseOnLeave, one relaxed load on leaving).
+namespace internal {
+inline constinit thread_local int tl_library_call_depth = 0;
+}  // namespace internal
+
+inline bool InsideLibraryCall() { return internal::tl_library_call_depth != 0; }
+
+// Marks one call into a network library. kRaiseOnLeave: leaving the
+// outermost one raises a deferred end signal (a conduit whose every
+// library call may run the exit afterwards); otherwise the conduit calls
+// RaiseDeferredEndSignal itself where no lock of its own is held.
+template <bool kRaiseOnLeave>
+class LibraryCall {
+ public:
+  LibraryCall() {
+    ++internal::tl_library_call_depth;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~LibraryCall() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (--internal::tl_library_call_depth == 0 && kRaiseOnLeave) {
+      RaiseDeferredEndSignal();
+    }
+  }
+  LibraryCall(const LibraryCall&) = delete;
+  LibraryCall& operator=(const LibraryCall&) = delete;
+};
+
 }  // namespace gexrt::exit
 
 #endif  // GEX_EXIT_SIGNALS_H_

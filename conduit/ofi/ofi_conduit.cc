@@ -248,7 +248,7 @@ unsigned char* AlignedCopy(const unsigned char* from, size_t len,
   return to;
 }
 
-// How deep this thread is inside libfabric calls. A signal that ends the
+// Calls into libfabric are marked (InLibfabric). A signal that ends the
 // job (SIGTERM from the launcher, SIGINT) runs the exit from its handler,
 // on whatever the thread was doing, and the exit sends and polls through
 // this conduit: from inside a libfabric call the provider may hold a lock
@@ -258,32 +258,14 @@ unsigned char* AlignedCopy(const unsigned char* from, size_t len,
 // point where this thread holds none of the conduit's locks and no
 // libfabric call is under way (RaiseDeferredEndSignal: each wait round,
 // and the return of Poll, Progress, ProgressSends, Request, Reply, Put,
-// Get), where the exit can use the conduit as usual. The cost per call: a
-// thread-local increment and decrement, and one relaxed load at those
-// points. A fatal signal inside libfabric is not deferred: its exit finds
-// the conduit Interrupted() and touches nothing.
-constinit thread_local int tl_in_libfabric = 0;
-
-bool InsideLibfabric() { return tl_in_libfabric != 0; }
-
-// Marks the enclosing libfabric call.
-class InLibfabric {
- public:
-  InLibfabric() {
-    ++tl_in_libfabric;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  ~InLibfabric() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    --tl_in_libfabric;
-  }
-  InLibfabric(const InLibfabric&) = delete;
-  InLibfabric& operator=(const InLibfabric&) = delete;
-};
+// Get), where the exit can use the conduit as usual (exit::LibraryCall
+// says what that costs). A fatal signal inside libfabric is not deferred:
+// its exit finds the conduit Interrupted() and touches nothing.
+using InLibfabric = exit::LibraryCall</*kRaiseOnLeave=*/false>;
 
 // An end signal deferred inside libfabric, raised now (see above).
 inline void RaiseDeferredEndSignal() {
-  if (tl_in_libfabric == 0) exit::RaiseDeferredEndSignal();
+  if (!exit::InsideLibraryCall()) exit::RaiseDeferredEndSignal();
 }
 
 // Raises a deferred end signal as the enclosing conduit call returns,
@@ -509,7 +491,7 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   PrepareLibfabricEnvironment(settings_, size_);
   // From here on, an end signal that lands inside libfabric waits for the
   // call to return (InLibfabric).
-  exit::SetEndSignalDeferral(&InsideLibfabric);
+  exit::SetEndSignalDeferral(&exit::InsideLibraryCall);
 
   Requirements req;
   req.thread_safe = thread_safe_;
@@ -1257,7 +1239,7 @@ OfiStats OfiConduit::stats() const {
 
 bool OfiConduit::Interrupted() {
   if (closed_.load(std::memory_order_relaxed)) return true;
-  if (!tl_in_libfabric) return false;
+  if (!exit::InsideLibraryCall()) return false;
   abandoned_.store(true, std::memory_order_relaxed);
   return true;
 }

@@ -75,7 +75,7 @@ void PeerLost(const char* what, Rank peer, ucs_status_t status) {
 
 inline void CheckPeerLost(Rank me) { g_peer_lost.Check("ucx", me); }
 
-// How deep this thread is inside UCX. An end signal (SIGTERM, SIGINT,
+// Calls into UCX are marked (InUcx). An end signal (SIGTERM, SIGINT,
 // SIGHUP, SIGQUIT) runs the exit from its handler, on whatever the thread
 // was doing, and the exit sends and polls through UCX: from inside
 // ucp_worker_progress that re-enters the worker, which UCX does not allow
@@ -83,26 +83,8 @@ inline void CheckPeerLost(Rank me) { g_peer_lost.Check("ucx", me); }
 // the thread is inside a UCX call the signal is only recorded
 // (exit::SetEndSignalDeferral, set at Init) and raised again as the thread
 // leaves the outermost call, where UCX is idle and the exit can use the
-// conduit as usual. The cost per call: a thread-local increment and
-// decrement, and one relaxed load of the deferred signal.
-constinit thread_local int tl_in_ucx = 0;
-
-bool InsideUcx() { return tl_in_ucx != 0; }
-
-// Marks the enclosing UCX call.
-class InUcx {
- public:
-  InUcx() {
-    ++tl_in_ucx;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  ~InUcx() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (--tl_in_ucx == 0) exit::RaiseDeferredEndSignal();
-  }
-  InUcx(const InUcx&) = delete;
-  InUcx& operator=(const InUcx&) = delete;
-};
+// conduit as usual (exit::LibraryCall says what that costs).
+using InUcx = exit::LibraryCall</*kRaiseOnLeave=*/true>;
 
 // ucp_worker_progress, as a call an end signal waits for.
 unsigned ProgressWorker(ucp_worker_h worker) {
@@ -310,7 +292,7 @@ absl::Status UcxConduit::Init(const core::InitArgs& args) {
   if (absl::Status s = CreateContext(); !s.ok()) return s;
   // From here on, an end signal that lands inside UCX waits for the
   // outermost UCX call to return (InUcx).
-  exit::SetEndSignalDeferral(&InsideUcx);
+  exit::SetEndSignalDeferral(&exit::InsideLibraryCall);
   if (absl::Status s = ConnectPeers(*args.map); !s.ok()) return s;
   DropLibrarySignalHandlers();
   return absl::OkStatus();
