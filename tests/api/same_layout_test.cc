@@ -154,18 +154,24 @@ INSTANTIATE_TEST_SUITE_P(
                              info.param.ranks);
     });
 
-// GEX_SPAWN_SAME_LAYOUT=0 leaves randomisation as it is: with the kernel's
-// randomisation on (and not turned off for this test already), the ranks'
-// programs load at different addresses (the chance that 4 ranks' random
-// bases are all equal is negligible, 2^-84 for x86-64's 28 random bits).
-TEST(SameLayoutOptOutTest, ZeroLeavesRandomisationAlone) {
+// Whether this process's children would load at random addresses: the
+// kernel randomises and this test was not started with it turned off.
+bool RandomisationIsOn() {
   std::FILE* f = std::fopen("/proc/sys/kernel/randomize_va_space", "r");
   int level = 0;
   if (f != nullptr) {
     if (std::fscanf(f, "%d", &level) != 1) level = 0;
     std::fclose(f);
   }
-  if (level == 0 || (personality(0xffffffff) & ADDR_NO_RANDOMIZE) != 0) {
+  return level != 0 && (personality(0xffffffff) & ADDR_NO_RANDOMIZE) == 0;
+}
+
+// GEX_SPAWN_SAME_LAYOUT=0 leaves randomisation as it is: with the kernel's
+// randomisation on (and not turned off for this test already), the ranks'
+// programs load at different addresses (the chance that 4 ranks' random
+// bases are all equal is negligible, 2^-84 for x86-64's 28 random bits).
+TEST(SameLayoutOptOutTest, ZeroLeavesRandomisationAlone) {
+  if (!RandomisationIsOn()) {
     GTEST_SKIP() << "address-space randomisation is off here already";
   }
   const JobResult r =
@@ -203,13 +209,7 @@ bool RefusePersonalityChanges() {
 // Where personality(2) is refused, the launcher says so once, clearly, and
 // the job still runs; the message names the call and the way out.
 TEST(SameLayoutRefusedTest, TheLauncherSaysSoOnceAndTheJobRuns) {
-  std::FILE* f = std::fopen("/proc/sys/kernel/randomize_va_space", "r");
-  int level = 0;
-  if (f != nullptr) {
-    if (std::fscanf(f, "%d", &level) != 1) level = 0;
-    std::fclose(f);
-  }
-  if (level == 0 || (personality(0xffffffff) & ADDR_NO_RANDOMIZE) != 0) {
+  if (!RandomisationIsOn()) {
     GTEST_SKIP() << "address-space randomisation is off here already";
   }
   // In a child of its own (the filter cannot be taken off again), which
