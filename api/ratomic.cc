@@ -465,12 +465,16 @@ inline void Direct(void* target, T* result_p, gex_OP_t opcode, T operand1,
 
 // The AM path, or the conduit's atomics (`r.offload`): starts one
 // operation on `counter`; false (nothing started, the counter as it was)
-// when `immediate` and the send would have to wait.
+// when `flags` holds GEX_FLAG_IMMEDIATE and the send would have to wait.
 bool SendRemote(const Route& r, gex_Rank_t rank, void* tgt_addr, uint32_t dt,
                 gex_OP_t opcode, uint64_t operand1, uint64_t operand2,
-                void* result_p, bool immediate, rma::Counter& counter) {
+                void* result_p, gex_Flags_t flags, rma::Counter& counter) {
   Runtime& rt = *r.rt;
+  const bool immediate = (flags & GEX_FLAG_IMMEDIATE) != 0;
   if (r.offload) {
+    // GEX_FLAG_AD_REL: the operations this thread started before it are
+    // performed first, whatever path of the network each took.
+    if (flags & GEX_FLAG_AD_REL) rt.conduit->FenceAtomics();
     counter.Start(1);
     const core::AtomicOp op{dt, opcode, operand1, operand2};
     if (!rt.conduit->Atomic(rank, tgt_addr, op,
@@ -513,8 +517,7 @@ gex_Event_t OpNB(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
   }
   rma::Operation* op = rma::Operation::Allocate();
   if (!SendRemote(r, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
-                  rma::ToBits(operand2), result_p,
-                  (flags & GEX_FLAG_IMMEDIATE) != 0, op->rc)) {
+                  rma::ToBits(operand2), result_p, flags, op->rc)) {
     op->Release();
     return GEX_EVENT_NO_OP;
   }
@@ -535,8 +538,7 @@ int OpNBI(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
                           : opcode == GEX_OP_GET ? nbi.get()
                                                  : nbi.rmw();
   return SendRemote(r, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
-                    rma::ToBits(operand2), result_p,
-                    (flags & GEX_FLAG_IMMEDIATE) != 0, counter)
+                    rma::ToBits(operand2), result_p, flags, counter)
              ? GASNET_OK
              : 1;
 }
@@ -552,8 +554,7 @@ int OpBlocking(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
   }
   rma::Counter counter;
   if (!SendRemote(r, rank, tgt_addr, dt, opcode, rma::ToBits(operand1),
-                  rma::ToBits(operand2), result_p,
-                  (flags & GEX_FLAG_IMMEDIATE) != 0, counter)) {
+                  rma::ToBits(operand2), result_p, flags, counter)) {
     return 1;
   }
   while (!counter.Done()) WaitProgress(*r.rt);

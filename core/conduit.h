@@ -266,6 +266,12 @@ class Conduit {
                       bool immediate, rma::Counter& c) {
     return false;
   }
+  // Orders this thread's Atomic() calls: none started after it is
+  // performed at its target before every one started before it is
+  // (GEX_FLAG_AD_REL, which must not see an earlier operation overtaken
+  // by a later one over another path of the network). Default: nothing
+  // (a conduit whose atomics stay in issue order).
+  virtual void FenceAtomics() {}
 
   // Moves what this rank has queued to send onto the network without
   // delivering anything (no handler runs). Called over and over while a

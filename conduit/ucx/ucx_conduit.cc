@@ -1111,6 +1111,20 @@ bool UcxConduit::Atomic(Rank rank, void* target, const core::AtomicOp& op,
   return true;
 }
 
+// UCP may carry one endpoint's atomics over several lanes, which need not
+// keep their order; a fence makes the operations started after it wait
+// for those started before (ucp_worker_fence: ordering, not completion).
+void UcxConduit::FenceAtomics() {
+  ucs_status_t s;
+  {
+    const InUcx in;
+    s = ucp_worker_fence(worker_);
+  }
+  if (s != UCS_OK) {
+    FatalErrorF("ucx conduit: ucp_worker_fence: %s", ucs_status_string(s));
+  }
+}
+
 }  // namespace gexrt::ucx
 
 namespace gexrt {

@@ -107,6 +107,7 @@ class UcxConduit final : public core::Conduit {
   absl::Status PrepareAtomics() override;
   bool Atomic(Rank rank, void* target, const core::AtomicOp& op, void* result,
               bool immediate, rma::Counter& c) override;
+  void FenceAtomics() override;
   void Fini() override;
 
   UcxStats stats() const;
