@@ -120,6 +120,7 @@ absl::Status AttachSegment(Runtime& rt, size_t size) {
         absl::StrFormat("the %s conduit: %s", rt.conduit->name(),
                         registered.message()));
   }
+  rt.conduit_segments = true;
   rt.segments.Fill(std::move(entries));
   return absl::OkStatus();
 }

@@ -16,6 +16,11 @@
 //    every rank's additional endpoints' segments (client memory and
 //    GASNet's), gex_System_QueryProgressThreads (none),
 //    gex_Segment_Destroy.
+//  - subteam, subset (SegmentSubTeamJobTest): the primordial endpoint's
+//    created segment published over a permuted team of the same members
+//    (testsegment's two calls, num_eps 0 on some ranks and 1 on others),
+//    or first over half the ranks and then over all: QueryBound, Put/Get
+//    over that team, an AM Long into every rank's segment.
 //  - misuse: fatal, naming the call, with no survivors.
 #include <string>
 #include <tuple>
@@ -56,6 +61,42 @@ INSTANTIATE_TEST_SUITE_P(
     ModesRanksPaths, SegmentJobTest,
     ::testing::Combine(::testing::Values("primordial", "endpoints"),
                        ::testing::Values(1, 2, 3, 4, 8), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+                             std::get<1>(info.param),
+                             PathName(std::get<2>(info.param)));
+    });
+
+// gex_EP_PublishBoundSegment over a team other than the primordial one
+// for the primordial endpoint's created segment (spec,
+// gex_EP_PublishBoundSegment: collective over tm, it publishes the bound
+// segments to tm's members; issue 34, GASNet's testsegment).
+class SegmentSubTeamJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(SegmentSubTeamJobTest, EveryRankAgrees) {
+  const auto& [mode, n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("segment_client", n, {mode}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    EXPECT_EQ(Field(line, "ranks"), n) << line;
+    EXPECT_EQ(Field(line, "long"), 1000) << line;
+    if (mode == "subteam") {
+      // A Get of one slot from every rank.
+      EXPECT_EQ(Field(line, "bytes"), n * (8192 + 13)) << line;
+    } else {
+      // Half the ranks (this one's parity), then all of them.
+      const int half = rank % 2 == 0 ? (n + 1) / 2 : n / 2;
+      EXPECT_EQ(Field(line, "half"), half) << line;
+      EXPECT_EQ(Field(line, "bytes"), (half + n) * (8192 + 13)) << line;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesRanksPaths, SegmentSubTeamJobTest,
+    ::testing::Combine(::testing::Values("subteam", "subset"),
+                       ::testing::Values(1, 2, 3, 4), ::testing::Bool()),
     [](const auto& info) {
       return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
                              std::get<1>(info.param),
