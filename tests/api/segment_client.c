@@ -60,7 +60,9 @@
  *
  * Misuse, fatal and naming the call (rank 0 errs; the job must not
  * survive): bind-twice, bind-bound-segment, bind-null, bind-attached,
- * bind-client-primordial (needs a supernode peer), destroy-published,
+ * bind-client-primordial (needs a supernode peer), long-unregistered (an
+ * AM Long to a rank outside the supernode before the conduit registered
+ * the primordial segments; needs such a rank), destroy-published,
  * destroy-attached, query-index-bad. */
 #include <gasnetex.h>
 #include <stdint.h>
@@ -790,6 +792,16 @@ static void Misuse(const char *mode) {
         "sb");
   Barrier();
   int erred = 0;
+  if (strcmp(mode, "long-unregistered") == 0) {
+    gex_Segment_t mine = GEX_SEGMENT_INVALID;
+    CHECK(gex_Segment_Create(&mine, g_client, NULL, 4096, GEX_MK_HOST, 0) ==
+              GASNET_OK,
+          "create");
+    CHECK(gex_EP_BindSegment(g_ep, mine, 0) == GASNET_OK, "bind");
+    CHECK(gex_EP_PublishBoundSegment(g_tm, &g_ep, g_me == 0 ? 0 : 1, 0) ==
+              GASNET_OK,
+          "publish");
+  }
   if (strcmp(mode, "destroy-published") == 0) {
     gex_EP_BindSegment(ep1, sa, 0);
     CHECK(gex_EP_PublishBoundSegment(g_tm, &ep1, 1, 0) == GASNET_OK, "publish");
@@ -812,6 +824,16 @@ static void Misuse(const char *mode) {
       gex_Segment_t attached;
       CHECK(gex_Segment_Attach(&attached, g_tm, 4096) == GASNET_OK, "attach");
       gex_EP_BindSegment(g_ep, sa, 0);
+    } else if (strcmp(mode, "long-unregistered") == 0) {
+      /* Rank 1 published its primordial segment, rank 0 none: the conduit
+       * has not registered them, and rank 1 is outside rank 0's
+       * supernode. */
+      void *owner = NULL;
+      CHECK(gex_Segment_QueryBound(g_tm, 1, &owner, NULL, NULL) == 0,
+            "QueryBound rank 1");
+      static unsigned char payload[64];
+      gex_AM_RequestLong0(g_tm, 1, GEX_AM_INDEX_BASE, payload, sizeof payload,
+                          owner, GEX_EVENT_NOW, 0);
     } else if (strcmp(mode, "bind-client-primordial") == 0) {
       gex_EP_BindSegment(g_ep, sa, 0);
     } else if (strcmp(mode, "destroy-published") == 0) {

@@ -106,7 +106,8 @@ INSTANTIATE_TEST_SUITE_P(
 struct BadInput {
   std::string mode;
   std::string call;
-  bool needs_peer = false;  // rank 1 must be a supernode peer of rank 0
+  bool needs_peer = false;    // rank 1 must be a supernode peer of rank 0
+  bool needs_remote = false;  // rank 1 must be outside rank 0's supernode
 };
 
 class SegmentBadInputJobTest : public ::testing::TestWithParam<BadInput> {};
@@ -116,20 +117,24 @@ TEST_P(SegmentBadInputJobTest, IsFatalAndNamesTheCall) {
   if (b.needs_peer && !SameSupernode(2, 0, 1)) {
     GTEST_SKIP() << Layout(2) << ": no supernode peer to refuse it for";
   }
+  if (b.needs_remote && SameSupernode(2, 0, 1)) {
+    GTEST_SKIP() << Layout(2) << ": rank 1 shares rank 0's supernode";
+  }
   ExpectFatal(RunApiJob("segment_client", 2, {b.mode}), 0, b.call);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Mistakes, SegmentBadInputJobTest,
-    ::testing::Values(BadInput{"bind-twice", "gex_EP_BindSegment"},
-                      BadInput{"bind-bound-segment", "gex_EP_BindSegment"},
-                      BadInput{"bind-null", "gex_EP_BindSegment"},
-                      BadInput{"bind-attached", "gex_EP_BindSegment"},
-                      BadInput{"bind-client-primordial", "gex_EP_BindSegment",
-                               true},
-                      BadInput{"destroy-published", "gex_Segment_Destroy"},
-                      BadInput{"destroy-attached", "gex_Segment_Destroy"},
-                      BadInput{"query-index-bad", "gex_EP_QueryIndex"}),
+    ::testing::Values(
+        BadInput{"bind-twice", "gex_EP_BindSegment"},
+        BadInput{"bind-bound-segment", "gex_EP_BindSegment"},
+        BadInput{"bind-null", "gex_EP_BindSegment"},
+        BadInput{"bind-attached", "gex_EP_BindSegment"},
+        BadInput{"bind-client-primordial", "gex_EP_BindSegment", true},
+        BadInput{"long-unregistered", "gex_AM_RequestLong", false, true},
+        BadInput{"destroy-published", "gex_Segment_Destroy"},
+        BadInput{"destroy-attached", "gex_Segment_Destroy"},
+        BadInput{"query-index-bad", "gex_EP_QueryIndex"}),
     [](const auto& info) { return TestName(info.param.mode); });
 
 }  // namespace
