@@ -221,7 +221,13 @@ static void Primordial(void) {
 
 /* The AM Long of the sub-team modes: the bytes landed before the handler
  * runs (checked by the receiver after it). */
-enum { kLongIdx = 200, kLongBytes = 1000 };
+enum { kLongIdx = 200, kLongMax = 20000 };
+/* The Long's size: kLongMax, or the largest Long every rank takes when
+ * that is smaller (large enough for the conduits' Long-by-RDMA). */
+static size_t LongBytes(void) {
+  const size_t lub = gex_AM_LUBRequestLong();
+  return lub < kLongMax ? lub : kLongMax;
+}
 static volatile int g_long_got = -1;
 static void LongHandler(gex_Token_t token, void *buf, size_t nbytes) {
   (void)token;
@@ -326,24 +332,25 @@ static size_t PutGetOver(gex_TM_t tm, unsigned char **owners,
   return bytes;
 }
 
-/* An AM RequestLong of kLongBytes from every rank into the next rank's
+/* An AM RequestLong of LongBytes() from every rank into the next rank's
  * segment (past the slots), checked byte by byte by its receiver. */
 static void LongToNext(unsigned char **owners, unsigned char *base) {
   const gex_Rank_t next = (g_me + 1) % g_n;
   const gex_Rank_t prev = (g_me + g_n - 1) % g_n;
-  unsigned char buf[kLongBytes];
-  for (size_t i = 0; i < kLongBytes; ++i) buf[i] = LongByte(g_me, next, i);
+  const size_t n = LongBytes();
+  static unsigned char buf[kLongMax];
+  for (size_t i = 0; i < n; ++i) buf[i] = LongByte(g_me, next, i);
   unsigned char *mine = base + (size_t)kSlot * g_n;
-  memset(mine, 0, kLongBytes);
+  memset(mine, 0, n);
   g_long_got = -1;
   Barrier();
-  CHECK(gex_AM_RequestLong0(g_tm, next, kLongIdx, buf, kLongBytes,
+  CHECK(gex_AM_RequestLong0(g_tm, next, kLongIdx, buf, n,
                             owners[next] + (size_t)kSlot * g_n, GEX_EVENT_NOW,
                             0) == GASNET_OK,
         "RequestLong");
   GASNET_BLOCKUNTIL(g_long_got >= 0);
-  CHECK(g_long_got == kLongBytes, "Long of %d bytes", g_long_got);
-  for (size_t i = 0; i < kLongBytes; ++i) {
+  CHECK(g_long_got == (int)n, "Long of %d bytes, not %zu", g_long_got, n);
+  for (size_t i = 0; i < n; ++i) {
     CHECK(mine[i] == LongByte(prev, g_me, i), "Long byte %zu: %u", i, mine[i]);
   }
   Barrier();
@@ -361,7 +368,7 @@ static unsigned char *BoundPrimordial(uintptr_t *size_p) {
                           NULL,
                           NULL};
   CHECK(gex_EP_RegisterHandlers(g_ep, &entry, 1) == GASNET_OK, "handlers");
-  const uintptr_t size = (uintptr_t)kSlot * g_n + 4096;
+  const uintptr_t size = (uintptr_t)kSlot * g_n + kLongMax;
   gex_Segment_t seg = GEX_SEGMENT_INVALID;
   CHECK(gex_Segment_Create(&seg, g_client, NULL, size, GEX_MK_HOST, 0) ==
             GASNET_OK,
@@ -419,7 +426,7 @@ static void SubTeam(void) {
   free(owners);
   char line[128];
   snprintf(line, sizeof line, "subteam ok ranks=%u bytes=%zu long=%d", g_n,
-           bytes, kLongBytes);
+           bytes, (int)LongBytes());
   Finish(line);
 }
 
@@ -459,7 +466,7 @@ static void SubSet(void) {
   free(owners);
   char line[128];
   snprintf(line, sizeof line, "subset ok ranks=%u half=%u bytes=%zu long=%d",
-           g_n, h, bytes, kLongBytes);
+           g_n, h, bytes, (int)LongBytes());
   Finish(line);
 }
 
