@@ -135,6 +135,23 @@ inline void CompleteLocally(gex_Event_t* lc_opt) {
       rt.attached ? "" : " (no segment attached yet)");
 }
 
+// A Long to a rank outside the supernode whose primordial segment the
+// conduit has not registered yet (bound and published over teams before
+// every rank of the job had published one; docs: README, "Segments and
+// endpoints"): the network conduits write and check a Long's destination
+// against that registration.
+[[noreturn]] ABSL_ATTRIBUTE_NOINLINE void NotRegistered(const char* call,
+                                                        gex_Rank_t rank,
+                                                        const void* dest,
+                                                        size_t nbytes) {
+  FatalErrorF(
+      "%s: destination [%p, +%zu) is in rank %u's segment, which the "
+      "conduit has not registered yet: a segment bound to the primordial "
+      "endpoint takes AM Longs from outside its supernode once every rank "
+      "of the job has published one (gex_EP_PublishBoundSegment)",
+      call, dest, nbytes, rank);
+}
+
 // --config=dbg: the payload's source is mapped memory, and a Long's does
 // not overlap its destination where that is mapped here (`local`; a
 // loopback or supernode Long is one memcpy).
@@ -164,6 +181,7 @@ inline void* LongTarget(const char* call, const Runtime& rt, gex_Rank_t rank,
     if (!rt.segments.Contains(rank, address, nbytes)) {
       OutsideSegment(call, rt, rank, dest, nbytes);
     }
+    if (!rt.conduit_segments) NotRegistered(call, rank, dest, nbytes);
   }
   return local;
 }

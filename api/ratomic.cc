@@ -566,7 +566,12 @@ int OpBlocking(const char* call, uint32_t dt, gex_AD_t ad, T* result_p,
 // Whether a domain of type `dt` and opcodes `ops` goes to the conduit's
 // network atomics (see the header comment); readies them if so.
 bool Offloads(Runtime& rt, gex_DT_t dt, gex_OP_t ops) {
-  if (!rt.conduit_has_peers || !rt.segments.attached()) return false;
+  // Not before the conduit has registered every rank's primordial
+  // segment (one bound and published over teams may not be yet).
+  if (!rt.conduit_has_peers || !rt.segments.attached() ||
+      !rt.conduit_segments) {
+    return false;
+  }
   const uint32_t offloaded = rt.conduit->AtomicOps(dt);
   if (offloaded == 0 || (ops & ~offloaded) != 0) return false;
   const absl::Status s = rt.conduit->PrepareAtomics();

@@ -437,7 +437,9 @@ void RmaInit(Runtime& rt) {
 }
 
 void RmaSegmentsAttached(Runtime& rt) {
-  if (g_engine == nullptr || g_engine->force_am()) return;
+  if (g_engine == nullptr) return;
+  g_engine->set_conduit_segments(rt.conduit_segments);
+  if (g_engine->force_am()) return;
   auto* peers = new std::vector<_gex_DirectPeer_t>(rt.size);
   for (Rank r = 0; r < rt.size; ++r) {
     const rma::SegmentEntry s = rt.segments.segment(r);

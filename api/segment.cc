@@ -310,19 +310,19 @@ int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t* eps, size_t num_eps,
     gexrt::core::LocalSegment s;
     s.ep_index = e->index;
     SegmentRecord* r = nullptr;
-    if (e->index == 0 && rt.attached) {
-      // gex_Segment_Attach published it already: nothing new to say.
-      continue;
-    }
-    if (e->index == 0 && subteam) {
-      problem =
-          "the primordial endpoint's segment is published over the "
-          "primordial team (the conduit registers it there), not a sub-team";
-      break;
-    }
     if (eps[i]->segment != nullptr) {
       r = gexrt::api::FindCreatedSegment(eps[i]->segment);
     }
+    if (e->index == 0 && rt.attached && r == nullptr) {
+      // gex_Segment_Attach published it to every rank already: nothing
+      // new to say, over any team.
+      continue;
+    }
+    // The primordial endpoint's created segment may be published over
+    // any team, and again over another (spec, gex_EP_PublishBoundSegment:
+    // collective over tm, it publishes the segments bound to eps to tm's
+    // members): core records it for the members and hands it to the
+    // conduit once every rank of the job has published one.
     if (r != nullptr) {
       s.base = r->segment.addr;
       s.size = r->segment.size;
@@ -349,18 +349,17 @@ int gex_EP_PublishBoundSegment(gex_TM_t tm, gex_EP_t* eps, size_t num_eps,
                            : GASNET_ERR_RESOURCE,
                        std::string(s.message()));
   }
-  for (SegmentRecord* r : records) {
-    if (r != nullptr) r->published = true;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i] == nullptr) continue;
+    records[i]->published = true;
+    // This rank's own primordial segment is published: it is the segment
+    // of the primordial endpoint from now on (no gex_Segment_Attach).
+    if (mine[i].ep_index == 0 && mine[i].size != 0) rt.attached = true;
   }
-  if (primordial && !rt.attached) {
+  if (primordial) {
     // Endpoint 0's segments: the table the RMA engine, AM Longs and the
-    // API's checks read, and the inline Put/Get path.
-    gexrt::core::RefreshPrimordialTable(rt);
-    if (rt.ep.segment != nullptr) {
-      rt.attached = true;
-    }
-    gexrt::api::RmaSegmentsAttached(rt);
-  } else if (primordial) {
+    // API's checks read, and the inline Put/Get path (and whether the
+    // conduit has registered them yet).
     gexrt::core::RefreshPrimordialTable(rt);
     gexrt::api::RmaSegmentsAttached(rt);
   }

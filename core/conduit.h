@@ -221,11 +221,11 @@ class Conduit {
 
   // Collective over the job: segments bound to this rank's endpoints
   // that gex_EP_PublishBoundSegment publishes (`mine`, maybe empty: every
-  // rank calls it, once per publication). Endpoint 0's first publication
-  // comes to AttachSegment instead, when gex_Segment_Attach was not
-  // called. A conduit with RDMA registers these and exchanges their keys
-  // here. Default: nothing (Active Messages reach any of them: a Long's
-  // destination is written by the target).
+  // rank calls it, once per publication). Endpoint 0's segments come to
+  // AttachSegment instead (gex_Segment_Attach not called): once, in the
+  // publication after which every rank has published one. A conduit with RDMA
+  // registers these and exchanges their keys here. Default: nothing (Active
+  // Messages reach any of them: a Long's destination is written by the target).
   virtual absl::Status PublishSegments(
       const std::vector<PublishedSegment>& mine) {
     return absl::OkStatus();

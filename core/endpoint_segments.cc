@@ -29,10 +29,14 @@ struct Record {
   uint32_t serial;
   uint32_t pad;
 };
-constexpr uint32_t kValid = 1;   // This slot names an endpoint.
-constexpr uint32_t kShared = 2;  // In a shared object peers can map.
-constexpr uint32_t kFailed = 4;  // Slot 0 only: this rank's arguments
-                                 // were bad.
+constexpr uint32_t kValid = 1;           // This slot names an endpoint.
+constexpr uint32_t kShared = 2;          // In a shared object peers can map.
+constexpr uint32_t kFailed = 4;          // Slot 0 only: this rank's arguments
+                                         // were bad.
+constexpr uint32_t kPrimordialDone = 8;  // Slot 0 only: this rank's
+                                         // primordial endpoint has a
+                                         // segment published (now or
+                                         // before).
 
 }  // namespace
 
@@ -83,6 +87,10 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
         rec.id = s.object->id();
         rec.serial = s.serial;
       }
+      if (s.ep_index == 0 && s.size != 0) records[0].flags |= kPrimordialDone;
+    }
+    if (rt.endpoint_segments.segment(0, rt.rank).size != 0) {
+      records[0].flags |= kPrimordialDone;
     }
   }
   const size_t per_rank = kMaxEndpoints * sizeof(Record);
@@ -117,6 +125,14 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
   // Map the supernode peers' shared segments; record everyone's.
   absl::Status status = absl::OkStatus();
   bool any0 = false;
+  // Every rank of the job has published its primordial segment: the
+  // conduit can register them all (its AttachSegment is collective over
+  // the job, so only a publication every rank takes part in decides it,
+  // and every rank decides the same from the same records).
+  bool all0 = members.size() == rt.size;
+  for (size_t m = 0; m < members.size(); ++m) {
+    if ((all[m * kMaxEndpoints].flags & kPrimordialDone) == 0) all0 = false;
+  }
   for (size_t m = 0; m < members.size(); ++m) {
     const Rank r = members[m];
     for (uint32_t i = 0; i < kMaxEndpoints; ++i) {
@@ -125,6 +141,12 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
       if (rec.ep_index >= kMaxEndpoints) continue;
       if (rec.ep_index == 0) any0 = true;
       if (rec.size == 0) continue;  // No segment: no credential.
+      if (rec.ep_index == 0 && rt.endpoint_segments.published(0, r)) {
+        // A primordial segment (never destroyed) published here before,
+        // now again over another team: keep the mapping made then.
+        const rma::SegmentEntry known = rt.endpoint_segments.segment(0, r);
+        if (known.base == rec.base && known.size == rec.size) continue;
+      }
       rma::SegmentEntry entry;
       entry.base = rec.base;
       entry.size = rec.size;
@@ -155,44 +177,53 @@ absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
   } else {
     group->barrier();
   }
+  // A primordial segment published over a team smaller than the job keeps
+  // its name until a publication reaches every rank: a supernode peer
+  // outside the team may still have to map it then (the launcher removes
+  // names a job leaves behind).
+  const bool whole_job = members.size() == rt.size;
   for (const LocalSegment& s : mine) {
-    if (s.object != nullptr) {
+    if (s.object != nullptr && (s.ep_index != 0 || whole_job)) {
       if (absl::Status n = s.object->RemoveName(); !n.ok() && status.ok()) {
         status = n;
       }
     }
   }
 
+  // The conduit's segment attach: once, when every rank's primordial
+  // endpoint has a segment published (with this publication, or over
+  // teams before it). Collective over the job, so made in a publication
+  // every rank of the job takes part in (the primordial team's, or a
+  // team's with the same members).
+  const bool attach0 = all0 && !rt.conduit_segments;
+  if (attach0) {
+    const rma::SegmentEntry own = rt.endpoint_segments.segment(0, rt.rank);
+    if (absl::Status a = rt.conduit->AttachSegment(
+            reinterpret_cast<void*>(own.base), own.size);
+        !a.ok() && status.ok()) {
+      status = a;
+    }
+    if (status.ok()) rt.conduit_segments = true;
+  }
+
   if (group != nullptr) {
-    // A team's: the conduit's hooks are the job's (see PublishGroup).
+    // A team's: the conduit's PublishSegments hook is the job's (see
+    // PublishGroup).
     if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrFormat("PSHM: %s", status.message()));
+      return absl::Status(
+          status.code(), absl::StrFormat("the %s conduit or PSHM: %s",
+                                         rt.conduit->name(), status.message()));
     }
     if (primordial != nullptr) *primordial = any0;
     return absl::OkStatus();
   }
 
-  // The conduit: the first publication of endpoint 0 is its segment attach
-  // (collective, once, every rank with its own or none); the rest go to
-  // the PublishSegments hook (collective too).
+  // The rest go to the conduit's PublishSegments hook (collective too);
+  // endpoint 0's, registered above or not (yet), are the attach's.
   std::vector<PublishedSegment> to_conduit;
-  bool attach0 = any0 && !rt.segments.attached();
-  void* base0 = nullptr;
-  size_t size0 = 0;
   for (const LocalSegment& s : mine) {
-    if (attach0 && s.ep_index == 0) {
-      base0 = s.base;
-      size0 = s.size;
-    } else {
+    if (s.ep_index != 0) {
       to_conduit.push_back(PublishedSegment{s.ep_index, s.base, s.size});
-    }
-  }
-  if (attach0) {
-    if (absl::Status a =
-            rt.conduit->AttachSegment(size0 == 0 ? nullptr : base0, size0);
-        !a.ok() && status.ok()) {
-      status = a;
     }
   }
   if (absl::Status p = rt.conduit->PublishSegments(to_conduit);

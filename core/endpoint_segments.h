@@ -11,7 +11,7 @@
 // its peers know its address and size only (`local` stays null), and reach
 // it through the conduit.
 //
-// Publication (PublishSegments) is collective over the job: one
+// Publication (PublishSegments) is collective over the job or a team: one
 // allgather over the bootstrap of every rank's records, the supernode
 // peers' objects mapped, a barrier, and then the names removed (so
 // nothing is left behind however the job ends), then the conduit's
@@ -127,6 +127,13 @@ struct PublishGroup {
 // not null) tells whether some rank published endpoint 0; the caller
 // then refreshes rt.segments (RefreshPrimordialTable).
 // `group`: null for the whole job (over the bootstrap), else a team's.
+// Endpoint 0 (the primordial endpoint's segment, published over any team,
+// again if the client likes): the conduit's AttachSegment runs once, in
+// the publication whose members are the whole job and after which every
+// rank has published a segment for it (rt.conduit_segments then true);
+// the shared object's name stays until a publication reaches every rank.
+// A segment this process mapped at an earlier publication keeps that
+// mapping.
 absl::Status PublishSegments(Runtime& rt, absl::Span<const LocalSegment> mine,
                              bool local_error, bool* primordial,
                              const PublishGroup* group = nullptr);

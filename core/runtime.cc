@@ -128,6 +128,7 @@ absl::Status AttachSegment(Runtime& rt, size_t size) {
     return absl::Status(registered.code(),
                         FromTheConduit(rt, ToStd(registered.message())));
   }
+  rt.conduit_segments = true;
   rt.segments.Fill(std::move(entries));
   return absl::OkStatus();
 }

@@ -73,6 +73,11 @@ class Runtime {
 
   am::HandlerTable handlers;
   SegmentTable segments;
+  // The conduit has registered the primordial segments (its AttachSegment
+  // ran: at gex_Segment_Attach, or once every rank of the job had
+  // published one through gex_EP_PublishBoundSegment). Until then the
+  // RDMA rung and Long-by-RDMA may not address them.
+  bool conduit_segments = false;
   // Every rank's published endpoint segments, by endpoint index
   // (gex_EP_PublishBoundSegment).
   EndpointSegments endpoint_segments;

@@ -173,7 +173,7 @@ Issue Engine::PutRemote(const char* call, Rank rank, void* dest,
                         const void* src, size_t n, bool immediate, Counter& rc,
                         Counter* lc) {
   CheckSegment(call, rank, dest, n);
-  if (transport_.rdma_put != nullptr && !force_am_) {
+  if (transport_.rdma_put != nullptr && !force_am_ && conduit_segments_) {
     rc.Start(1);
     if (lc != nullptr) lc->Start(1);
     if (!transport_.rdma_put(transport_.context, rank, dest, src, n, immediate,
@@ -200,7 +200,7 @@ Issue Engine::PutRemote(const char* call, Rank rank, void* dest,
     const size_t offset = i * chunk_;
     const size_t len = std::min(chunk_, n - offset);
     bool sent;
-    if (ep_index_ == 0) {
+    if (ep_index_ == 0 && conduit_segments_) {
       sent = transport_.request(transport_.context, rank, am::Category::kLong,
                                 put_request_, args, 2, from + offset, len,
                                 to + offset, immediate && i == 0);
@@ -224,7 +224,7 @@ Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
                         const void* src, size_t n, bool immediate,
                         Counter& rc) {
   CheckSegment(call, rank, src, n);
-  if (transport_.rdma_get != nullptr && !force_am_) {
+  if (transport_.rdma_get != nullptr && !force_am_ && conduit_segments_) {
     rc.Start(1);
     if (!transport_.rdma_get(transport_.context, dest, rank, src, n, immediate,
                              rc)) {
@@ -244,7 +244,8 @@ Issue Engine::GetRemote(const char* call, void* dest, Rank rank,
     // A Long reply can land only in this rank's segment; anything else
     // comes back as a Medium that the reply handler copies out.
     const auto d = reinterpret_cast<uintptr_t>(to + offset);
-    const bool in_segment = primordial_->Contains(rank_, d, len);
+    const bool in_segment =
+        conduit_segments_ && primordial_->Contains(rank_, d, len);
     uint32_t args[8];
     Split(from + offset, &args[0]);
     Split(to + offset, &args[2]);

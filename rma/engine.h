@@ -130,6 +130,15 @@ class Engine {
 
   bool force_am() const { return force_am_; }
 
+  // Whether the conduit has registered every rank's primordial segment
+  // (true by default, and after gex_Segment_Attach). A segment bound to
+  // the primordial endpoint and published over a team before every rank
+  // of the job had published one is not known to the conduit: until then
+  // this engine skips the RDMA rung, and its AM-path Put and Get carry
+  // the bytes in Mediums the receiver copies (a Long may travel by the
+  // conduit's RDMA, which needs that registration).
+  void set_conduit_segments(bool registered) { conduit_segments_ = registered; }
+
   // Checks the arguments of a Put of `n` bytes to `dest` at `rank` and, when
   // the peer is mapped here, copies it: returns true when the Put is done
   // (n == 0 included), false when it must go over Active Messages
@@ -229,6 +238,7 @@ class Engine {
   const SegmentView* primordial_;
   Transport transport_;
   bool force_am_;
+  bool conduit_segments_ = true;
   size_t chunk_;
   // 0: the primordial endpoint's engine; else ForEndpoint's (Medium Puts).
   uint32_t ep_index_ = 0;

@@ -286,7 +286,7 @@ API_QUICK_CASES = {
     "team": "*_n2:*_n4:*TeamBadInputJobTest.*destroyed_team",
     "ratomic": "*_n2_*:*_n4_*:*n2_*:*n4_*:*not_in_mask_direct:*Offload*",
     "vis": "*n2_*:*n4_*:*null_list_direct",
-    "segment": "*_n2_*:*_n4_*:*bind_twice",
+    "segment": "*_n2_*:*_n4_*:*bind_twice:*long_unregistered",
     "spec": "*n2*:*n4*",
 }
 

@@ -43,9 +43,26 @@
  *               Prints "rank R: endpoints ok eps=3 refused=K mapped=M
  *               rma=P" (M: ranks in the neighbourhood; P: 4 per rank).
  *
+ *   subteam     testsegment's order (issue 34): a created segment, a
+ *               publication over the primordial team before it is bound
+ *               (accepted, no effect), bound to the primordial endpoint,
+ *               published over a permuted team of the same members in
+ *               two calls (odd ranks num_eps 1 then 0, even ranks 0 then
+ *               1); QueryBound over that team and the primordial one,
+ *               Put/Get over the permuted team, an AM Long into the next
+ *               rank's segment, publications again over both teams.
+ *               Prints "rank R: subteam ok ranks=N bytes=B long=L".
+ *   subset      the same segment published first over half the ranks
+ *               (split by parity: QueryBound and Put/Get over that team,
+ *               nothing published from the other half), then over the
+ *               primordial team (QueryBound, Put/Get, AM Long for all).
+ *               Prints "rank R: subset ok ranks=N half=H bytes=B long=L".
+ *
  * Misuse, fatal and naming the call (rank 0 errs; the job must not
  * survive): bind-twice, bind-bound-segment, bind-null, bind-attached,
- * bind-client-primordial (needs a supernode peer), destroy-published,
+ * bind-client-primordial (needs a supernode peer), long-unregistered (an
+ * AM Long to a rank outside the supernode before the conduit registered
+ * the primordial segments; needs such a rank), destroy-published,
  * destroy-attached, query-index-bad. */
 #include <gasnetex.h>
 #include <stdint.h>
@@ -199,6 +216,257 @@ static void Primordial(void) {
   free(owners);
   char line[128];
   snprintf(line, sizeof line, "primordial ok ranks=%u bytes=%zu", g_n, bytes);
+  Finish(line);
+}
+
+/* The AM Long of the sub-team modes: the bytes landed before the handler
+ * runs (checked by the receiver after it). */
+enum { kLongIdx = 200, kLongMax = 20000 };
+/* The Long's size: kLongMax, or the largest Long every rank takes when
+ * that is smaller (large enough for the conduits' Long-by-RDMA). */
+static size_t LongBytes(void) {
+  const size_t lub = gex_AM_LUBRequestLong();
+  return lub < kLongMax ? lub : kLongMax;
+}
+static volatile int g_long_got = -1;
+static void LongHandler(gex_Token_t token, void *buf, size_t nbytes) {
+  (void)token;
+  (void)buf;
+  g_long_got = (int)nbytes;
+}
+
+/* What rank `from` sends by AM Long into rank `to`'s segment. */
+static unsigned char LongByte(gex_Rank_t from, gex_Rank_t to, size_t i) {
+  return (unsigned char)(from * 5u + to * 11u + i * 3u + 7u);
+}
+
+/* gex_Segment_QueryBound of every rank of `tm` agrees with the primordial
+ * team's answer for its job rank (a local address exactly in the
+ * neighbourhood); `owners` gets each job rank's owner address. */
+static void QueryAll(gex_TM_t tm, uintptr_t size, unsigned char **owners) {
+  const gex_Rank_t n = gex_TM_QuerySize(tm);
+  for (gex_Rank_t tr = 0; tr < n; ++tr) {
+    const gex_Rank_t jr = gex_TM_TranslateRankToJobrank(tm, tr);
+    void *owner = NULL, *local = NULL;
+    uintptr_t sz = 0;
+    CHECK(gex_Segment_QueryBound(tm, tr, &owner, &local, &sz) == 0,
+          "QueryBound team rank %u (job rank %u)", tr, jr);
+    CHECK(owner != NULL && sz == size, "job rank %u: owner %p size %zu", jr,
+          owner, (size_t)sz);
+    CHECK((local != NULL) == InMyNbrhd(jr), "job rank %u: local %p", jr, local);
+    void *owner2 = NULL, *local2 = NULL;
+    uintptr_t sz2 = 0;
+    gex_Event_Wait(
+        gex_EP_QueryBoundSegmentNB(tm, tr, &owner2, &local2, &sz2, 0));
+    CHECK(owner2 == owner && local2 == local && sz2 == sz,
+          "QueryBoundSegmentNB disagrees for team rank %u", tr);
+    owners[jr] = owner;
+  }
+}
+
+/* Every member of `tm` Puts its slot into every member's segment (three
+ * forms), a barrier over `tm`, each owner checks the slots of the
+ * members, then Gets of every member's slot written by `w`. Returns the
+ * bytes moved by Get. */
+static size_t PutGetOver(gex_TM_t tm, unsigned char **owners,
+                         unsigned char *base) {
+  const gex_Rank_t n = gex_TM_QuerySize(tm);
+  unsigned char *buf = malloc(kSlot);
+  CHECK(buf != NULL, "malloc");
+  for (gex_Rank_t tr = 0; tr < n; ++tr) {
+    const gex_Rank_t jr = gex_TM_TranslateRankToJobrank(tm, tr);
+    for (size_t i = 0; i < kSlot; ++i) buf[i] = Pattern(g_me, jr, i);
+    unsigned char *dest = owners[jr] + (size_t)g_me * kSlot;
+    switch (tr % 3) {
+      case 0:
+        CHECK(gex_RMA_PutBlocking(tm, tr, dest, buf, kSlot, 0) == 0, "put");
+        break;
+      case 1:
+        gex_Event_Wait(
+            gex_RMA_PutNB(tm, tr, dest, buf, kSlot, GEX_EVENT_NOW, 0));
+        break;
+      default:
+        CHECK(gex_RMA_PutNBI(tm, tr, dest, buf, kSlot, GEX_EVENT_NOW, 0) == 0,
+              "putnbi");
+        gex_NBI_Wait(GEX_EC_PUT, 0);
+        break;
+    }
+  }
+  gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+  for (gex_Rank_t tr = 0; tr < n; ++tr) {
+    const gex_Rank_t w = gex_TM_TranslateRankToJobrank(tm, tr);
+    const unsigned char *slot = base + (size_t)w * kSlot;
+    for (size_t i = 0; i < kSlot; ++i) {
+      CHECK(slot[i] == Pattern(w, g_me, i), "slot of rank %u byte %zu: %u", w,
+            i, slot[i]);
+    }
+  }
+  /* Gets: the slot written by the next member, from every member. */
+  const gex_Rank_t w =
+      gex_TM_TranslateRankToJobrank(tm, (gex_TM_QueryRank(tm) + 1) % n);
+  size_t bytes = 0;
+  for (gex_Rank_t tr = 0; tr < n; ++tr) {
+    const gex_Rank_t jr = gex_TM_TranslateRankToJobrank(tm, tr);
+    memset(buf, 0, kSlot);
+    unsigned char *src = owners[jr] + (size_t)w * kSlot;
+    switch (tr % 3) {
+      case 0:
+        CHECK(gex_RMA_GetBlocking(tm, buf, tr, src, kSlot, 0) == 0, "get");
+        break;
+      case 1:
+        gex_Event_Wait(gex_RMA_GetNB(tm, buf, tr, src, kSlot, 0));
+        break;
+      default:
+        CHECK(gex_RMA_GetNBI(tm, buf, tr, src, kSlot, 0) == 0, "getnbi");
+        gex_NBI_Wait(GEX_EC_GET, 0);
+        break;
+    }
+    for (size_t i = 0; i < kSlot; ++i) {
+      CHECK(buf[i] == Pattern(w, jr, i), "get from rank %u byte %zu: %u", jr, i,
+            buf[i]);
+    }
+    bytes += kSlot;
+  }
+  gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+  free(buf);
+  return bytes;
+}
+
+/* An AM RequestLong of LongBytes() from every rank into the next rank's
+ * segment (past the slots), checked byte by byte by its receiver. */
+static void LongToNext(unsigned char **owners, unsigned char *base) {
+  const gex_Rank_t next = (g_me + 1) % g_n;
+  const gex_Rank_t prev = (g_me + g_n - 1) % g_n;
+  const size_t n = LongBytes();
+  static unsigned char buf[kLongMax];
+  for (size_t i = 0; i < n; ++i) buf[i] = LongByte(g_me, next, i);
+  unsigned char *mine = base + (size_t)kSlot * g_n;
+  memset(mine, 0, n);
+  g_long_got = -1;
+  Barrier();
+  CHECK(gex_AM_RequestLong0(g_tm, next, kLongIdx, buf, n,
+                            owners[next] + (size_t)kSlot * g_n, GEX_EVENT_NOW,
+                            0) == GASNET_OK,
+        "RequestLong");
+  GASNET_BLOCKUNTIL(g_long_got >= 0);
+  CHECK(g_long_got == (int)n, "Long of %d bytes, not %zu", g_long_got, n);
+  for (size_t i = 0; i < n; ++i) {
+    CHECK(mine[i] == LongByte(prev, g_me, i), "Long byte %zu: %u", i, mine[i]);
+  }
+  Barrier();
+}
+
+/* Spec, gex_EP_PublishBoundSegment ("collective over tm"; it publishes the
+ * segments bound to eps to the members of tm; num_eps may differ between
+ * callers, 0 included): the primordial endpoint's segment, created and
+ * bound instead of gex_Segment_Attach, published over any team. */
+static unsigned char *BoundPrimordial(uintptr_t *size_p) {
+  gex_AM_Entry_t entry = {kLongIdx,
+                          (gex_AM_Fn_t)LongHandler,
+                          GEX_FLAG_AM_REQUEST | GEX_FLAG_AM_LONG,
+                          0,
+                          NULL,
+                          NULL};
+  CHECK(gex_EP_RegisterHandlers(g_ep, &entry, 1) == GASNET_OK, "handlers");
+  const uintptr_t size = (uintptr_t)kSlot * g_n + kLongMax;
+  gex_Segment_t seg = GEX_SEGMENT_INVALID;
+  CHECK(gex_Segment_Create(&seg, g_client, NULL, size, GEX_MK_HOST, 0) ==
+            GASNET_OK,
+        "gex_Segment_Create");
+  unsigned char *base = (unsigned char *)gex_Segment_QueryAddr(seg);
+  memset(base, 0, size);
+  /* Published before anything is bound: accepted, and it changes nothing
+   * (no segment to register yet). */
+  CHECK(gex_EP_PublishBoundSegment(g_tm, &g_ep, 1, 0) == GASNET_OK,
+        "pre-bind publish");
+  CHECK(gex_Segment_QueryBound(g_tm, g_me, NULL, NULL, NULL) != 0,
+        "QueryBound before bind");
+  CHECK(gex_EP_BindSegment(g_ep, seg, 0) == GASNET_OK, "bind");
+  *size_p = size;
+  return base;
+}
+
+/* subteam: testsegment's order (issue 34). A team with the primordial
+ * team's members, permuted (odd ranks, descending, then even ones), made
+ * with GEX_FLAG_TM_NO_SCRATCH; the segment is published over it in two
+ * calls, odd ranks naming their endpoint in the first (num_eps 1, the
+ * even ones 0) and even ranks in the second. Then QueryBound and Put/Get
+ * over that team, an AM Long into every rank's segment, and publications
+ * again over it and over the primordial team (nothing new, GASNET_OK). */
+static void SubTeam(void) {
+  uintptr_t size = 0;
+  unsigned char *base = BoundPrimordial(&size);
+  gex_TM_t perm = GEX_TM_INVALID;
+  const int key = (int)((g_me & 1 ? 0 : g_n) + (g_n - g_me));
+  gex_TM_Split(&perm, g_tm, 0, key, NULL, 0, GEX_FLAG_TM_NO_SCRATCH);
+  CHECK(perm != GEX_TM_INVALID && gex_TM_QuerySize(perm) == g_n, "split");
+  gex_Rank_t before = 0; /* ranks whose key is smaller: my team rank */
+  for (gex_Rank_t j = 0; j < g_n; ++j) {
+    if ((int)((j & 1 ? 0 : g_n) + (g_n - j)) < key) ++before;
+  }
+  CHECK(gex_TM_QueryRank(perm) == before, "permuted rank %u, expected %u",
+        gex_TM_QueryRank(perm), before);
+  const size_t first = g_me & 1;
+  CHECK(gex_EP_PublishBoundSegment(perm, &g_ep, first, 0) == GASNET_OK,
+        "publish over the permuted team (num_eps %zu)", first);
+  CHECK(gex_EP_PublishBoundSegment(perm, &g_ep, 1 - first, 0) == GASNET_OK,
+        "publish over the permuted team (num_eps %zu)", 1 - first);
+  unsigned char **owners = calloc(g_n, sizeof *owners);
+  CHECK(owners != NULL, "calloc");
+  QueryAll(perm, size, owners);
+  QueryAll(g_tm, size, owners);
+  const size_t bytes = PutGetOver(perm, owners, base);
+  LongToNext(owners, base);
+  CHECK(gex_EP_PublishBoundSegment(perm, &g_ep, 1, 0) == GASNET_OK,
+        "publish again over the permuted team");
+  CHECK(gex_EP_PublishBoundSegment(g_tm, &g_ep, 1, 0) == GASNET_OK,
+        "publish again over the primordial team");
+  QueryAll(perm, size, owners);
+  gex_TM_Destroy(perm, NULL, 0);
+  free(owners);
+  char line[128];
+  snprintf(line, sizeof line, "subteam ok ranks=%u bytes=%zu long=%d", g_n,
+           bytes, (int)LongBytes());
+  Finish(line);
+}
+
+/* subset: published first over a team of half the ranks (split by
+ * parity), so only they know it and the conduit has not registered it
+ * (not every rank of the job has published one): QueryBound over that
+ * team, none for the other half through the primordial team, Put/Get over
+ * the half team; then published over the primordial team, after which
+ * every rank reaches every rank's (Put/Get and an AM Long). */
+static void SubSet(void) {
+  uintptr_t size = 0;
+  unsigned char *base = BoundPrimordial(&size);
+  gex_TM_t half = GEX_TM_INVALID;
+  gex_TM_Split(&half, g_tm, (int)(g_me & 1), (int)g_me, NULL, 0, 0);
+  CHECK(half != GEX_TM_INVALID, "split");
+  const gex_Rank_t h = gex_TM_QuerySize(half);
+  CHECK(h == (g_n + 1 - (g_me & 1)) / 2, "half of %u: %u", g_n, h);
+  CHECK(gex_EP_PublishBoundSegment(half, &g_ep, 1, 0) == GASNET_OK,
+        "publish over half the ranks");
+  unsigned char **owners = calloc(g_n, sizeof *owners);
+  CHECK(owners != NULL, "calloc");
+  QueryAll(half, size, owners);
+  for (gex_Rank_t r = 0; r < g_n; ++r) {
+    if ((r & 1) != (g_me & 1)) {
+      CHECK(gex_Segment_QueryBound(g_tm, r, NULL, NULL, NULL) != 0,
+            "rank %u's segment was not published to rank %u", r, g_me);
+    }
+  }
+  size_t bytes = PutGetOver(half, owners, base);
+  Barrier();
+  CHECK(gex_EP_PublishBoundSegment(g_tm, &g_ep, 1, 0) == GASNET_OK,
+        "publish over the primordial team");
+  QueryAll(g_tm, size, owners);
+  bytes += PutGetOver(g_tm, owners, base);
+  LongToNext(owners, base);
+  gex_TM_Destroy(half, NULL, 0);
+  free(owners);
+  char line[128];
+  snprintf(line, sizeof line, "subset ok ranks=%u half=%u bytes=%zu long=%d",
+           g_n, h, bytes, (int)LongBytes());
   Finish(line);
 }
 
@@ -531,6 +799,16 @@ static void Misuse(const char *mode) {
         "sb");
   Barrier();
   int erred = 0;
+  if (strcmp(mode, "long-unregistered") == 0) {
+    gex_Segment_t mine = GEX_SEGMENT_INVALID;
+    CHECK(gex_Segment_Create(&mine, g_client, NULL, 4096, GEX_MK_HOST, 0) ==
+              GASNET_OK,
+          "create");
+    CHECK(gex_EP_BindSegment(g_ep, mine, 0) == GASNET_OK, "bind");
+    CHECK(gex_EP_PublishBoundSegment(g_tm, &g_ep, g_me == 0 ? 0 : 1, 0) ==
+              GASNET_OK,
+          "publish");
+  }
   if (strcmp(mode, "destroy-published") == 0) {
     gex_EP_BindSegment(ep1, sa, 0);
     CHECK(gex_EP_PublishBoundSegment(g_tm, &ep1, 1, 0) == GASNET_OK, "publish");
@@ -553,6 +831,16 @@ static void Misuse(const char *mode) {
       gex_Segment_t attached;
       CHECK(gex_Segment_Attach(&attached, g_tm, 4096) == GASNET_OK, "attach");
       gex_EP_BindSegment(g_ep, sa, 0);
+    } else if (strcmp(mode, "long-unregistered") == 0) {
+      /* Rank 1 published its primordial segment, rank 0 none: the conduit
+       * has not registered them, and rank 1 is outside rank 0's
+       * supernode. */
+      void *owner = NULL;
+      CHECK(gex_Segment_QueryBound(g_tm, 1, &owner, NULL, NULL) == 0,
+            "QueryBound rank 1");
+      static unsigned char payload[64];
+      gex_AM_RequestLong0(g_tm, 1, GEX_AM_INDEX_BASE, payload, sizeof payload,
+                          owner, GEX_EVENT_NOW, 0);
     } else if (strcmp(mode, "bind-client-primordial") == 0) {
       gex_EP_BindSegment(g_ep, sa, 0);
     } else if (strcmp(mode, "destroy-published") == 0) {
@@ -588,6 +876,8 @@ int main(int argc, char **argv) {
   const char *mode = argv[1];
   if (strcmp(mode, "primordial") == 0) Primordial();
   if (strcmp(mode, "endpoints") == 0) Endpoints();
+  if (strcmp(mode, "subteam") == 0) SubTeam();
+  if (strcmp(mode, "subset") == 0) SubSet();
   Misuse(mode);
   return 0;
 }

@@ -16,6 +16,11 @@
 //    every rank's additional endpoints' segments (client memory and
 //    GASNet's), gex_System_QueryProgressThreads (none),
 //    gex_Segment_Destroy.
+//  - subteam, subset (SegmentSubTeamJobTest): the primordial endpoint's
+//    created segment published over a permuted team of the same members
+//    (testsegment's two calls, num_eps 0 on some ranks and 1 on others),
+//    or first over half the ranks and then over all: QueryBound, Put/Get
+//    over that team, an AM Long into every rank's segment.
 //  - misuse: fatal, naming the call, with no survivors.
 #include <string>
 #include <tuple>
@@ -62,10 +67,49 @@ INSTANTIATE_TEST_SUITE_P(
                              PathName(std::get<2>(info.param)));
     });
 
+// gex_EP_PublishBoundSegment over a team other than the primordial one
+// for the primordial endpoint's created segment (spec,
+// gex_EP_PublishBoundSegment: collective over tm, it publishes the bound
+// segments to tm's members; issue 34, GASNet's testsegment).
+class SegmentSubTeamJobTest
+    : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(SegmentSubTeamJobTest, EveryRankAgrees) {
+  const auto& [mode, n, force_am] = GetParam();
+  const JobResult r =
+      RunApiJob("segment_client", n, {mode}, ForceAmEnv(force_am));
+  for (const auto& [rank, line] : ExpectEveryRankOk(r, n, mode + " ok")) {
+    EXPECT_EQ(Field(line, "ranks"), n) << line;
+    // Up to 20000 bytes (the largest Long every rank takes, if smaller).
+    EXPECT_GE(Field(line, "long"), 1000) << line;
+    EXPECT_LE(Field(line, "long"), 20000) << line;
+    if (mode == "subteam") {
+      // A Get of one slot from every rank.
+      EXPECT_EQ(Field(line, "bytes"), n * (8192 + 13)) << line;
+    } else {
+      // Half the ranks (this one's parity), then all of them.
+      const int half = rank % 2 == 0 ? (n + 1) / 2 : n / 2;
+      EXPECT_EQ(Field(line, "half"), half) << line;
+      EXPECT_EQ(Field(line, "bytes"), (half + n) * (8192 + 13)) << line;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesRanksPaths, SegmentSubTeamJobTest,
+    ::testing::Combine(::testing::Values("subteam", "subset"),
+                       ::testing::Values(1, 2, 3, 4), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrFormat("%s_n%d_%s", std::get<0>(info.param),
+                             std::get<1>(info.param),
+                             PathName(std::get<2>(info.param)));
+    });
+
 struct BadInput {
   std::string mode;
   std::string call;
-  bool needs_peer = false;  // rank 1 must be a supernode peer of rank 0
+  bool needs_peer = false;    // rank 1 must be a supernode peer of rank 0
+  bool needs_remote = false;  // rank 1 must be outside rank 0's supernode
 };
 
 class SegmentBadInputJobTest : public ::testing::TestWithParam<BadInput> {};
@@ -75,20 +119,24 @@ TEST_P(SegmentBadInputJobTest, IsFatalAndNamesTheCall) {
   if (b.needs_peer && !SameSupernode(2, 0, 1)) {
     GTEST_SKIP() << Layout(2) << ": no supernode peer to refuse it for";
   }
+  if (b.needs_remote && SameSupernode(2, 0, 1)) {
+    GTEST_SKIP() << Layout(2) << ": rank 1 shares rank 0's supernode";
+  }
   ExpectFatal(RunApiJob("segment_client", 2, {b.mode}), 0, b.call);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Mistakes, SegmentBadInputJobTest,
-    ::testing::Values(BadInput{"bind-twice", "gex_EP_BindSegment"},
-                      BadInput{"bind-bound-segment", "gex_EP_BindSegment"},
-                      BadInput{"bind-null", "gex_EP_BindSegment"},
-                      BadInput{"bind-attached", "gex_EP_BindSegment"},
-                      BadInput{"bind-client-primordial", "gex_EP_BindSegment",
-                               true},
-                      BadInput{"destroy-published", "gex_Segment_Destroy"},
-                      BadInput{"destroy-attached", "gex_Segment_Destroy"},
-                      BadInput{"query-index-bad", "gex_EP_QueryIndex"}),
+    ::testing::Values(
+        BadInput{"bind-twice", "gex_EP_BindSegment"},
+        BadInput{"bind-bound-segment", "gex_EP_BindSegment"},
+        BadInput{"bind-null", "gex_EP_BindSegment"},
+        BadInput{"bind-attached", "gex_EP_BindSegment"},
+        BadInput{"bind-client-primordial", "gex_EP_BindSegment", true},
+        BadInput{"long-unregistered", "gex_AM_RequestLong", false, true},
+        BadInput{"destroy-published", "gex_Segment_Destroy"},
+        BadInput{"destroy-attached", "gex_Segment_Destroy"},
+        BadInput{"query-index-bad", "gex_EP_QueryIndex"}),
     [](const auto& info) { return TestName(info.param.mode); });
 
 }  // namespace
