@@ -84,12 +84,28 @@ TEST_F(QueueConfigTest, ValidDepths) {
 
 TEST_F(QueueConfigTest, InvalidDepthsNameTheVariable) {
   for (const char* text :
-       {"0", "65536", "abc", "-1", "-8", "1.5", "8K", "4294967297"}) {
+       {"0", "65536", "abc", "-1", "-8", "4294967297"}) {
     SCOPED_TRACE(text);
     Set(kDepth, text);
     const std::string error = ErrorFromEnv();
     EXPECT_NE(error.find(kDepth), std::string::npos) << error;
     EXPECT_NE(error.find(text), std::string::npos) << error;
+  }
+}
+
+// Trailing text after a number is ignored, with a warning, as GASNet-EX
+// reads its integer settings (base/env: the leading number).
+TEST_F(QueueConfigTest, TrailingTextAfterADepthIsIgnored) {
+  const struct {
+    const char* text;
+    uint32_t depth;
+  } cases[] = {{"1.5", 1}, {"8K", 8}, {"16 slots", 16}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    Set(kDepth, c.text);
+    absl::StatusOr<QueueConfig> config = QueueConfigFromEnv();
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->depth, c.depth);
   }
 }
 
