@@ -83,8 +83,7 @@ TEST_F(QueueConfigTest, ValidDepths) {
 }
 
 TEST_F(QueueConfigTest, InvalidDepthsNameTheVariable) {
-  for (const char* text :
-       {"0", "65536", "abc", "-1", "-8", "4294967297"}) {
+  for (const char* text : {"0", "65536", "abc", "-1", "-8", "4294967297"}) {
     SCOPED_TRACE(text);
     Set(kDepth, text);
     const std::string error = ErrorFromEnv();
