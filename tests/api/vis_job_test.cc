@@ -35,7 +35,9 @@ TEST_P(VisJobTest, EveryShapeMatchesTheReference) {
     // edge: strided regions at the segment's very ends (GASNet-EX spec,
     // VIS "Strided": legal when every element is in the segment), two
     // operations per case and end.
-    if (mode == "edge") EXPECT_EQ(Field(line, "ops"), 2 * 2 * 160) << line;
+    if (mode == "edge") {
+      EXPECT_EQ(Field(line, "ops"), 2 * 2 * 160) << line;
+    }
     if (mode == "shapes") {
       const int targets = n == 1 ? 1 : 2;
       EXPECT_EQ(Field(line, "ops"), targets * kOpsPerTarget) << line;
