@@ -188,6 +188,20 @@ void WarnIgnoredText(std::string_view name, std::string_view raw,
       name, raw, used, ignored);
 }
 
+// The exact reading of a value if it has one; otherwise GASNet-EX's
+// (`leading`, called only then), with a warning naming what was ignored;
+// otherwise the exact reading's error.
+template <typename T, typename Leading, typename Show>
+absl::StatusOr<T> ExactOrLeading(std::string_view name, std::string_view text,
+                                 absl::StatusOr<T> exact, Leading leading,
+                                 Show show) {
+  if (exact.ok()) return exact;
+  auto lead = leading();
+  if (!lead.ok()) return exact.status();
+  WarnIgnoredText(name, text, show(lead->value), lead->ignored);
+  return lead->value;
+}
+
 }  // namespace
 
 std::string ShowBytes(uint64_t bytes) { return ShowSize(bytes); }
@@ -209,13 +223,10 @@ absl::StatusOr<int64_t> TryGetInt(std::string_view name, int64_t default_value,
                                   int64_t min, int64_t max) {
   return TryGetTyped(
       name, default_value,
-      [name, min, max](std::string_view text) -> absl::StatusOr<int64_t> {
-        absl::StatusOr<int64_t> exact = ParseInt(text, min, max);
-        if (exact.ok()) return exact;
-        absl::StatusOr<Leading<int64_t>> lead = ParseLeadingInt(text, min, max);
-        if (!lead.ok()) return exact.status();
-        WarnIgnoredText(name, text, ShowInt(lead->value), lead->ignored);
-        return lead->value;
+      [name, min, max](std::string_view text) {
+        return ExactOrLeading(
+            name, text, ParseInt(text, min, max),
+            [&] { return ParseLeadingInt(text, min, max); }, ShowInt);
       },
       ShowInt);
 }
@@ -236,13 +247,10 @@ absl::StatusOr<uint64_t> TryGetSize(std::string_view name,
                                     uint64_t default_bytes, SizeUnit unit) {
   return TryGetTyped(
       name, default_bytes,
-      [name, unit](std::string_view text) -> absl::StatusOr<uint64_t> {
-        absl::StatusOr<uint64_t> exact = ParseSize(text, unit);
-        if (exact.ok()) return exact;
-        absl::StatusOr<Leading<uint64_t>> lead = ParseLeadingSize(text, unit);
-        if (!lead.ok()) return exact.status();
-        WarnIgnoredText(name, text, ShowSize(lead->value), lead->ignored);
-        return lead->value;
+      [name, unit](std::string_view text) {
+        return ExactOrLeading(
+            name, text, ParseSize(text, unit),
+            [&] { return ParseLeadingSize(text, unit); }, ShowSize);
       },
       ShowSize);
 }
