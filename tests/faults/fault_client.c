@@ -24,7 +24,8 @@
  *               barrier
  *   traffic     <msgs> AM Short Requests to each other rank, carrying their
  *               sequence number; the rank polls until every Reply is back
- *   flood       4 * <msgs> AM Medium Requests of 4 KiB round the job
+ *   flood       4 * <msgs> AM Medium Requests of 4 KiB (or the largest
+ *               Medium every conduit takes, if smaller) round the job
  *               (flow control, not logged); every Reply back, a barrier,
  *               then each rank checks it ran exactly the expected number
  *   collective  <msgs> / 2 (at least 8) ReduceToAll sums, each checked, and
@@ -73,6 +74,7 @@ static int g_ack_fd = -1;
 static volatile long g_acks;
 static volatile long g_flood_replies;
 static volatile long g_flood_received;
+static size_t g_flood_bytes;
 
 /* The self-exit of FAULTS_EXIT_*: the phase's name, step and code. */
 static const char *g_exit_phase;
@@ -157,7 +159,7 @@ static void SeqReply(gex_Token_t token, gex_AM_Arg_t seq) {
 
 static void FloodRequest(gex_Token_t token, void *buf, size_t nbytes) {
   (void)buf;
-  if (nbytes != kFloodBytes) Die("a flood message of %zu bytes", nbytes);
+  if (nbytes != g_flood_bytes) Die("a flood message of %zu bytes", nbytes);
   ++g_flood_received;
   if (gex_AM_ReplyShort0(token, kFloodReplyIndex, 0) != GASNET_OK) {
     Die("gex_AM_ReplyShort0 failed");
@@ -214,7 +216,7 @@ static void Flood(long msgs) {
   memset(payload, (int)g_me, sizeof payload);
   for (k = 0; k < sends; ++k) {
     MaybeExitAlone("flood", k);
-    if (gex_AM_RequestMedium0(g_tm, peer, kFloodIndex, payload, sizeof payload,
+    if (gex_AM_RequestMedium0(g_tm, peer, kFloodIndex, payload, g_flood_bytes,
                               GEX_EVENT_NOW, 0) != GASNET_OK) {
       Die("gex_AM_RequestMedium0 failed");
     }
@@ -322,6 +324,10 @@ int main(int argc, char **argv) {
     Die("gex_Segment_Attach failed");
   }
   RegisterHandlers();
+  /* Before the barrier: a peer's flood may arrive while this rank is still
+   * in its traffic phase. */
+  g_flood_bytes = gex_AM_LUBRequestMedium();
+  if (g_flood_bytes > kFloodBytes) g_flood_bytes = kFloodBytes;
   printf("rank %d: job=%s pid=%ld\n", (int)g_me, job != NULL ? job : "",
          (long)getpid());
   fflush(stdout);

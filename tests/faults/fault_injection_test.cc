@@ -584,7 +584,9 @@ Outcome RunTrial(const Instance& in, const Trial& t) {
     o.landed = o.injected ? t.phase : -1;
     if (!o.injected) o.note = "the job ended before the phase";
   }
-  if (o.fault_time.has_value()) o.after_fault = o.end - *o.fault_time;
+  if (o.injected && o.fault_time.has_value()) {
+    o.after_fault = o.end - *o.fault_time;
+  }
   for (int rank = 0; rank < in.ranks; ++rank) {
     std::string id = ReadFile(absl::StrFormat("%s/%d.job", o.dir, rank));
     while (!id.empty() && id.back() == '\n') id.pop_back();
