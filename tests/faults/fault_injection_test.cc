@@ -1,7 +1,7 @@
 // A standing fault-injection suite (issue 38, item 3): seeded trials, each a
-// job of fault_client started by gasnetrun_<conduit> -spawner=fork, with one
-// fault injected at a random moment of one phase of the job's life, and
-// every job judged against the same invariants. It exists because the exit
+// job of fault_client started by gasnetrun_<conduit> (fork or ssh spawner),
+// with one fault injected at a random moment of one phase of the job's life,
+// and every job judged against the same invariants. It exists because the exit
 // tests (tests/exit) prove each exit path at a chosen moment; faults arrive
 // at any moment, and only many drawn moments find the windows between.
 //
@@ -31,7 +31,8 @@
 // FAULTS_LAUNCHER (runfiles path), FAULTS_ENV ("NAME=value" lines),
 // FAULTS_KINDS (comma list; empty: all), FAULTS_KNOWN_BUGS ("<glob over
 // kind@phase>=<why>" lines: such draws are redrawn and counted as
-// avoided), FAULTS_SEED, FAULTS_TRIALS, FAULTS_RANKS, FAULTS_MSGS.
+// avoided), FAULTS_SEED, FAULTS_TRIALS, FAULTS_RANKS, FAULTS_MSGS,
+// FAULTS_SPAWNER (fork or ssh).
 // FAULTS_ONLY_TRIAL=i reruns trial i of the seed alone; FAULTS_VERBOSE=1
 // describes every trial (its output included), not only failed ones.
 #include <arpa/inet.h>
@@ -168,6 +169,10 @@ struct Instance {
   int ranks = 2;
   int msgs = 200;
   int only_trial = -1;
+  // "fork", or "ssh": the ssh spawner over tests/bootstrap/fake_ssh.sh with
+  // two host labels on this machine (one launcher agent each, so the ssh
+  // launcher's control port is among the garbage's targets).
+  std::string spawner = "fork";
 };
 
 Instance ReadInstance() {
@@ -196,6 +201,12 @@ Instance ReadInstance() {
   in.ranks = IntFromEnv("FAULTS_RANKS", in.ranks);
   in.msgs = IntFromEnv("FAULTS_MSGS", in.msgs);
   in.only_trial = IntFromEnv("FAULTS_ONLY_TRIAL", -1);
+  in.spawner = FromEnv("FAULTS_SPAWNER", "fork");
+  // Each instance draws its own sequence from one seed: FNV-1a of the
+  // conduit and spawner mixed in.
+  for (const char c : in.conduit + "/" + in.spawner) {
+    in.seed = (in.seed ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
   return in;
 }
 
@@ -539,19 +550,35 @@ Outcome RunTrial(const Instance& in, const Trial& t) {
                  absl::StrFormat(kFullShmScript, kShmBytes),
                  "sh"};
   }
-  const std::vector<std::string> job_argv = {
-      Runfile(in.launcher),
-      "-n",
-      std::to_string(in.ranks),
-      "-spawner=fork",
-      Runfile("tests/faults/fault_client_" + in.conduit),
-      o.dir,
-      std::to_string(in.msgs)};
-  spec.argv.insert(spec.argv.end(), job_argv.begin(), job_argv.end());
+  spec.argv.insert(spec.argv.end(),
+                   {Runfile(in.launcher), "-n", std::to_string(in.ranks),
+                    "-spawner=" + in.spawner});
   spec.env = InheritedRuntimeVariables();
   spec.env.insert(spec.env.end(), in.env.begin(), in.env.end());
   const std::vector<std::string> sanitizer_env = SanitizerEnv();
   spec.env.insert(spec.env.end(), sanitizer_env.begin(), sanitizer_env.end());
+  if (in.spawner == "ssh") {
+    spec.env.push_back("GASNET_SSH_CMD=" +
+                       Runfile("tests/bootstrap/fake_ssh.sh"));
+    spec.env.push_back("GASNET_SSH_SERVERS=h1 h2");
+    spec.env.push_back("GASNET_SSH_NODEFILE");
+    spec.env.push_back("GASNET_NODEFILE");
+    // fake_ssh starts agents with an empty environment, as a login does:
+    // what is not GASNET_* travels by -E.
+    std::vector<std::string> names = {"TMPDIR", "FAULTS_EXIT_RANK",
+                                      "FAULTS_EXIT_PHASE", "FAULTS_EXIT_AFTER",
+                                      "FAULTS_EXIT_CODE"};
+    if (!sanitizer_env.empty()) names.push_back("ASAN_OPTIONS");
+    for (const std::string& entry : in.env) {
+      const std::string name = entry.substr(0, entry.find('='));
+      if (!absl::StartsWith(name, "GASNET_")) names.push_back(name);
+    }
+    spec.argv.push_back("-E");
+    spec.argv.push_back(absl::StrJoin(names, ","));
+  }
+  spec.argv.insert(spec.argv.end(),
+                   {Runfile("tests/faults/fault_client_" + in.conduit), o.dir,
+                    std::to_string(in.msgs)});
   spec.env.push_back("GASNET_TMPDIR=" + o.dir);
   spec.env.push_back("TMPDIR=" + o.dir);
   spec.env.push_back(absl::StrFormat("GASNET_EXITTIMEOUT=%d", kExitTimeoutS));
@@ -788,10 +815,10 @@ std::string Table(const Instance& in, const std::vector<Outcome>& outcomes) {
     }
   }
   std::string out = absl::StrFormat(
-      "fault injection: conduit %s, %d rank(s), seed %d, %d trial(s), "
-      "bound %s\n",
-      in.conduit, in.ranks, in.seed, outcomes.size(),
-      absl::FormatDuration(kEndBound));
+      "fault injection: conduit %s, spawner %s, %d rank(s), seed %s, %d "
+      "trial(s), bound %s\n",
+      in.conduit, in.spawner, in.ranks, FromEnv("FAULTS_SEED", "1"),
+      outcomes.size(), absl::FormatDuration(kEndBound));
   std::string header = absl::StrFormat("%-22s %6s %8s %5s", "kind", "trials",
                                        "injected", "clean");
   for (const char* v : kViolationKinds)

@@ -37,6 +37,7 @@ def fault_tests(
         trials = 4,
         ranks = 2,
         msgs = 200,
+        spawner = "fork",
         size = "medium",
         timeout = "moderate",
         tags = []):
@@ -55,6 +56,8 @@ def fault_tests(
         with its fix.
       seed: of the draws; trials: how many; ranks: per job; msgs: the
         client's sequenced Requests per peer.
+      spawner: "fork", or "ssh" (tests/bootstrap/fake_ssh.sh, two host
+        labels on this machine).
       size, timeout, tags: of the test.
     """
     if launcher == None:
@@ -75,6 +78,7 @@ def fault_tests(
         copts = GEX_CXX_COPTS,
         data = [
             ":fault_client_" + conduit,
+            "//tests/bootstrap:fake_ssh.sh",
             launcher,
         ],
         env = {
@@ -86,6 +90,7 @@ def fault_tests(
             "FAULTS_MSGS": str(msgs),
             "FAULTS_RANKS": str(ranks),
             "FAULTS_SEED": str(seed),
+            "FAULTS_SPAWNER": spawner,
             "FAULTS_TRIALS": str(trials),
         },
         tags = tags,
