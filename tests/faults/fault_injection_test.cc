@@ -255,8 +255,11 @@ Trial DrawTrial(const Instance& in, int index) {
   std::mt19937_64 rng(in.seed * 1000003ULL + static_cast<uint64_t>(index));
   Trial t;
   t.index = index;
+  // The kinds in turn from a drawn start, so a few trials cover as many
+  // kinds as they can; the rest of the draw is random.
+  const size_t first = std::mt19937_64(in.seed)() % in.kinds.size();
   for (int attempt = 0; attempt < 100; ++attempt) {
-    t.kind = in.kinds[rng() % in.kinds.size()];
+    t.kind = in.kinds[(first + index + attempt) % in.kinds.size()];
     // Full /dev/shm strikes at start-up by nature.
     t.phase = t.kind == Kind::kFullShm ? 0 : static_cast<int>(rng() % 5);
     if (KnownBugOf(in, TrialName(t)).empty()) break;
@@ -593,6 +596,10 @@ Outcome RunTrial(const Instance& in, const Trial& t) {
     spec.signal_when_file = o.dir + "/launcher_go";
   }
   spec.limit = kJobLimit;
+  // Over ssh a SIGKILLed launcher leaves its agents and their ranks to see
+  // it gone; they must do so within the bound, and then it is counted
+  // (the end time below includes the wait).
+  spec.survivor_grace = kEndBound;
   std::atomic<bool> done{false};
   const absl::Time start = absl::Now();
   std::thread injector([&] { Inject(in, o, done); });
@@ -610,6 +617,12 @@ Outcome RunTrial(const Instance& in, const Trial& t) {
     o.injected = o.fault_time.has_value();
     o.landed = o.injected ? t.phase : -1;
     if (!o.injected) o.note = "the job ended before the phase";
+  }
+  if (o.fault_time.has_value() && *o.fault_time > o.end) {
+    // The injector struck after the job had ended (its delay outlasted
+    // the phase): nothing was hit.
+    o.injected = false;
+    o.note = "the job ended before the fault";
   }
   if (o.injected && o.fault_time.has_value()) {
     o.after_fault = o.end - *o.fault_time;

@@ -13,7 +13,7 @@ The driver reads its instance from FAULTS_* variables set here (see the
 driver's file comment).
 """
 
-load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_test")
+load("@rules_cc//cc:defs.bzl", "cc_binary", "cc_library", "cc_test")
 load("//:copts.bzl", "GEX_CXX_COPTS")
 
 # As tests/exit: client code with no warning at all.
@@ -24,6 +24,8 @@ STRICT_COPTS = [
     "-Wpedantic",
     "-Werror",
 ]
+
+_DRIVER = "fault_injection_driver"
 
 def fault_tests(
         conduit,
@@ -62,6 +64,23 @@ def fault_tests(
     """
     if launcher == None:
         launcher = "//tools:gasnetrun_" + conduit
+
+    # The driver is compiled once, however many instances.
+    if not native.existing_rule(_DRIVER):
+        cc_library(
+            name = _DRIVER,
+            testonly = True,
+            srcs = ["fault_injection_test.cc"],
+            copts = GEX_CXX_COPTS,
+            deps = [
+                "//tests/testing:job_runner",
+                "@com_google_absl//:str_format",
+                "@com_google_absl//:strings",
+                "@com_google_absl//:time",
+                "@com_google_googletest//:gtest",
+            ],
+            alwayslink = True,
+        )
     if not native.existing_rule("fault_client_" + conduit):
         cc_binary(
             name = "fault_client_" + conduit,
@@ -74,8 +93,6 @@ def fault_tests(
         name = "fault_injection_test_" + conduit + name_suffix,
         size = size,
         timeout = timeout,
-        srcs = ["fault_injection_test.cc"],
-        copts = GEX_CXX_COPTS,
         data = [
             ":fault_client_" + conduit,
             "//tests/bootstrap:fake_ssh.sh",
@@ -95,10 +112,7 @@ def fault_tests(
         },
         tags = tags,
         deps = [
-            "//tests/testing:job_runner",
-            "@com_google_absl//:str_format",
-            "@com_google_absl//:strings",
-            "@com_google_absl//:time",
+            ":" + _DRIVER,
             "@com_google_googletest//:gtest_main",
         ],
     )

@@ -331,6 +331,12 @@ JobResult RunJob(const JobSpec& spec) {
   waitpid(pid, &status, 0);
   result.exit_code =
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const absl::Time grace_end = absl::Now() + spec.survivor_grace;
+  while (!LiveChildren().empty() && absl::Now() < grace_end) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    poll(nullptr, 0, 20);
+  }
   result.survivors = LiveChildren();
   // Leave nothing behind for the next test.
   for (pid_t s : result.survivors) kill(s, SIGKILL);

@@ -43,6 +43,11 @@ struct JobSpec {
   // Sent to the launcher once `signal_when_file` exists (polled).
   int signal = 0;
   std::string signal_when_file;
+  // How long processes re-parented to the test may take to end after the
+  // launcher has, before they count as survivors (polled). Zero: none. A
+  // launcher killed with SIGKILL cannot wait for its remote agents; they
+  // end when they see it gone, a moment later (tests/faults).
+  absl::Duration survivor_grace = absl::ZeroDuration();
 };
 
 // Makes the calling process a child subreaper (idempotent).
