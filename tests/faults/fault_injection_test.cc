@@ -32,7 +32,9 @@
 // FAULTS_KINDS (comma list; empty: all), FAULTS_KNOWN_BUGS ("<glob over
 // kind@phase>=<why>" lines: such draws are redrawn and counted as
 // avoided), FAULTS_SEED, FAULTS_TRIALS, FAULTS_RANKS, FAULTS_MSGS,
-// FAULTS_SPAWNER (fork or ssh).
+// FAULTS_SPAWNER (fork or ssh), and for namespace hosts FAULTS_SSH_CMD,
+// FAULTS_SSH_SERVERS, FAULTS_SSH_OPTIONS, FAULTS_MASTERIP and
+// FAULTS_LAUNCH_PREFIX (set by netns_faults_test.sh).
 // FAULTS_ONLY_TRIAL=i reruns trial i of the seed alone; FAULTS_VERBOSE=1
 // describes every trial (its output included), not only failed ones.
 #include <arpa/inet.h>
@@ -173,6 +175,14 @@ struct Instance {
   // two host labels on this machine (one launcher agent each, so the ssh
   // launcher's control port is among the garbage's targets).
   std::string spawner = "fork";
+  // Over namespace hosts (netns_faults_test.sh): the remote shell, its
+  // hosts and options, the master address, and the words run before the
+  // launcher (nsenter into host 0). Defaults: fake_ssh.sh, "h1 h2".
+  std::string ssh_cmd;
+  std::string ssh_servers = "h1 h2";
+  std::string ssh_options;
+  std::string master_ip;
+  std::vector<std::string> launch_prefix;
 };
 
 Instance ReadInstance() {
@@ -202,6 +212,13 @@ Instance ReadInstance() {
   in.msgs = IntFromEnv("FAULTS_MSGS", in.msgs);
   in.only_trial = IntFromEnv("FAULTS_ONLY_TRIAL", -1);
   in.spawner = FromEnv("FAULTS_SPAWNER", "fork");
+  in.ssh_cmd =
+      FromEnv("FAULTS_SSH_CMD", Runfile("tests/bootstrap/fake_ssh.sh"));
+  in.ssh_servers = FromEnv("FAULTS_SSH_SERVERS", in.ssh_servers);
+  in.ssh_options = FromEnv("FAULTS_SSH_OPTIONS");
+  in.master_ip = FromEnv("FAULTS_MASTERIP");
+  in.launch_prefix =
+      absl::StrSplit(FromEnv("FAULTS_LAUNCH_PREFIX"), ' ', absl::SkipEmpty());
   // Each instance draws its own sequence from one seed: FNV-1a of the
   // conduit and spawner mixed in.
   for (const char c : in.conduit + "/" + in.spawner) {
@@ -553,6 +570,8 @@ Outcome RunTrial(const Instance& in, const Trial& t) {
                  absl::StrFormat(kFullShmScript, kShmBytes),
                  "sh"};
   }
+  spec.argv.insert(spec.argv.end(), in.launch_prefix.begin(),
+                   in.launch_prefix.end());
   spec.argv.insert(spec.argv.end(),
                    {Runfile(in.launcher), "-n", std::to_string(in.ranks),
                     "-spawner=" + in.spawner});
@@ -561,9 +580,14 @@ Outcome RunTrial(const Instance& in, const Trial& t) {
   const std::vector<std::string> sanitizer_env = SanitizerEnv();
   spec.env.insert(spec.env.end(), sanitizer_env.begin(), sanitizer_env.end());
   if (in.spawner == "ssh") {
-    spec.env.push_back("GASNET_SSH_CMD=" +
-                       Runfile("tests/bootstrap/fake_ssh.sh"));
-    spec.env.push_back("GASNET_SSH_SERVERS=h1 h2");
+    spec.env.push_back("GASNET_SSH_CMD=" + in.ssh_cmd);
+    spec.env.push_back("GASNET_SSH_SERVERS=" + in.ssh_servers);
+    if (!in.ssh_options.empty()) {
+      spec.env.push_back("GASNET_SSH_OPTIONS=" + in.ssh_options);
+    }
+    if (!in.master_ip.empty()) {
+      spec.env.push_back("GASNET_MASTERIP=" + in.master_ip);
+    }
     spec.env.push_back("GASNET_SSH_NODEFILE");
     spec.env.push_back("GASNET_NODEFILE");
     // fake_ssh starts agents with an empty environment, as a login does:

@@ -116,3 +116,63 @@ def fault_tests(
             "@com_google_googletest//:gtest_main",
         ],
     )
+
+def netns_fault_tests(
+        conduit,
+        env = {},
+        kinds = [],
+        seed = 1,
+        trials = 4,
+        ranks = 3,
+        msgs = 200,
+        tags = []):
+    """Declares netns_fault_test_<conduit>: the driver over namespace hosts.
+
+    The driver (fault_injection_driver, with gtest_main) runs under
+    netns_faults_test.sh, which makes three namespace hosts
+    (tests/multihost/netns_hosts.sh) and runs the launcher in host 0 with
+    the ssh spawner over netns_ssh.sh to hosts 1 and 2. Needs root (prints
+    SKIPPED otherwise); outside the sandbox and alone, as
+    tests/multihost. Call after fault_tests(conduit, ...), whose client it
+    uses. Args as fault_tests'.
+    """
+    if not native.existing_rule(_DRIVER + "_bin"):
+        cc_binary(
+            name = _DRIVER + "_bin",
+            testonly = True,
+            deps = [
+                ":" + _DRIVER,
+                "@com_google_googletest//:gtest_main",
+            ],
+        )
+    launcher = "//tools:gasnetrun_" + conduit
+    native.sh_test(
+        name = "netns_fault_test_" + conduit,
+        size = "enormous",
+        timeout = "eternal",
+        srcs = ["netns_faults_test.sh"],
+        args = [
+            "$(location :%s_bin)" % _DRIVER,
+            "$(location %s)" % launcher,
+            "$(location :fault_client_%s)" % conduit,
+            "$(location //tests/multihost:netns_ssh.sh)",
+        ],
+        data = [
+            ":" + _DRIVER + "_bin",
+            ":fault_client_" + conduit,
+            "//tests/multihost:netns_hosts.sh",
+            "//tests/multihost:netns_ssh.sh",
+            launcher,
+        ],
+        env = {
+            "FAULTS_CONDUIT": conduit,
+            "FAULTS_ENV": "\n".join(["%s=%s" % (k, env[k]) for k in sorted(env.keys())]),
+            "FAULTS_KINDS": ",".join(kinds),
+            "FAULTS_LAUNCHER": "$(rootpath %s)" % launcher,
+            "FAULTS_MSGS": str(msgs),
+            "FAULTS_RANKS": str(ranks),
+            "FAULTS_SEED": str(seed),
+            "FAULTS_TRIALS": str(trials),
+        },
+        tags = ["exclusive", "no-sandbox"] + tags,
+    )
