@@ -33,6 +33,7 @@ import csv
 import math
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -157,7 +158,7 @@ def cmd_run(a):
     bindir = a.bin_dir
     launcher = os.path.join(bindir, "gasnetrun_" + conduit)
     client = os.path.join(bindir, "gex_scale_" + conduit)
-    for p in (launcher, client):
+    for p in ([client] if a.launcher else [launcher, client]):
         if not os.access(p, os.X_OK):
             sys.exit("gex_scale.py: %s is not built (bazel build "
                      "//tools:gasnetrun_%s //tools:gex_scale_%s)" %
@@ -185,9 +186,13 @@ def cmd_run(a):
             if done:
                 done[-1]["stopped"] = reason
             break
-        argv = a.prefix + [launcher, "-n", str(size)]
-        if a.hosts > 1:
-            argv += ["-N", str(a.hosts)]
+        if a.launcher:
+            argv = shlex.split(a.prefix) + shlex.split(
+                a.launcher.format(n=size, hosts=a.hosts))
+        else:
+            argv = shlex.split(a.prefix) + [launcher, "-n", str(size)]
+            if a.hosts > 1:
+                argv += ["-N", str(a.hosts)]
         argv += [client, "-i", str(a.iterations)]
         env["GEX_SCALE_T0"] = str(time.clock_gettime_ns(time.CLOCK_REALTIME))
         t0 = time.monotonic()
@@ -383,8 +388,13 @@ def main():
                                                      "tools"))
     r.add_argument("--env", action="append", default=[],
                    help="VAR=VALUE for the job (repeatable)")
-    r.add_argument("--prefix", nargs="*", default=[],
-                   help="words before the launcher (e.g. nsenter ... --)")
+    r.add_argument("--launcher", default="",
+                   help="the launcher command instead of gasnetrun_CONDUIT "
+                   "-n N, one string with {n} (and {hosts}) for the job "
+                   "size, e.g. 'srun --mpi=pmix -O -n {n}'")
+    r.add_argument("--prefix", default="",
+                   help="words before the launcher, one string (e.g. "
+                   "'nsenter --net=... --')")
     p = sub.add_parser("plot", help="SVG plots of every label in the CSV")
     f = sub.add_parser("fit", help="the model's constants per label")
     f.add_argument("--min-size", type=int, default=2)
