@@ -7,7 +7,7 @@
 //
 //   scale: rank R size N spawn_us S init_us I attach_us A medium_us M
 //     put_us P barrier_us B bcast_us C reduce_us D alltoall_us E
-//     hwm_kb H rss_kb R
+//     hwm_kb H rss_kb R startup_cpu_us U cpu_us V
 //
 // (one line; the conduit's own lines -- GASNET_<CONDUIT>_STATS=1 at exit,
 // GASNET_STARTUP_TIMES=1 at attach -- come from the library). spawn_us is
@@ -20,6 +20,7 @@
 //
 // Written against <gasnetex.h> only, so it builds for any conduit.
 #include <gasnetex.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -58,6 +59,8 @@ struct Figures {
   int64_t alltoall_us;
   int64_t hwm_kb;
   int64_t rss_kb;
+  int64_t startup_cpu_us;  // this process's CPU time to the end of attach
+  int64_t cpu_us;          // and to the end of the run
 };
 
 std::atomic<uint64_t> g_first_contacts{0};
@@ -96,6 +99,16 @@ using Clock = std::chrono::steady_clock;
 int64_t MicrosSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t)
       .count();
+}
+
+// User and system CPU time of this process so far. On a host with more
+// ranks than cores, wall times grow with the job's total work; a rank's
+// own CPU time is what it would cost with a core of its own.
+int64_t CpuMicros() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return (int64_t{u.ru_utime.tv_sec} + u.ru_stime.tv_sec) * 1000000 +
+         u.ru_utime.tv_usec + u.ru_stime.tv_usec;
 }
 
 // "VmHWM:  1234 kB" from /proc/self/status; -1 when absent.
@@ -185,6 +198,7 @@ int Main(int argc, char** argv) {
   gex_Segment_t segment;
   Check(gex_Segment_Attach(&segment, tm, seg_bytes), "gex_Segment_Attach");
   const int64_t attach_us = MicrosSince(t);
+  const int64_t startup_cpu_us = CpuMicros();
 
   // Every other rank's segment, for the Puts (one query per rank: O(N)).
   std::vector<void*> peer_base(n, nullptr);
@@ -282,7 +296,9 @@ int Main(int argc, char** argv) {
             reduce_us,
             alltoall_us,
             StatusKb("VmHWM"),
-            StatusKb("VmRSS")};
+            StatusKb("VmRSS"),
+            startup_cpu_us,
+            CpuMicros()};
   if (me == 0) {
     g_gathered[0] = f;
     g_figures.fetch_add(1, std::memory_order_release);
@@ -298,10 +314,11 @@ int Main(int argc, char** argv) {
           "scale: rank %u size %u spawn_us %" PRId64 " init_us %" PRId64
           " attach_us %" PRId64 " medium_us %" PRId64 " put_us %" PRId64
           " barrier_us %.1f bcast_us %.1f reduce_us %.1f alltoall_us %" PRId64
-          " hwm_kb %" PRId64 " rss_kb %" PRId64 "\n",
+          " hwm_kb %" PRId64 " rss_kb %" PRId64 " startup_cpu_us %" PRId64
+          " cpu_us %" PRId64 "\n",
           g.rank, g.size, g.spawn_us, g.init_us, g.attach_us, g.medium_us,
           g.put_us, g.barrier_us, g.bcast_us, g.reduce_us, g.alltoall_us,
-          g.hwm_kb, g.rss_kb);
+          g.hwm_kb, g.rss_kb, g.startup_cpu_us, g.cpu_us);
     }
     std::fflush(stdout);
   }

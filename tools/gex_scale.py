@@ -56,11 +56,15 @@ PHASES = ["spawn_us", "bootstrap_us", "pshm_us", "conduit_us", "attach_us"]
 MAX_FIELDS = PHASES + ["init_us", "medium_us", "put_us", "alltoall_us"]
 RANK0_FIELDS = ["barrier_us", "bcast_us", "reduce_us"]
 MEM_FIELDS = ["hwm_kb", "rss_kb"]
+# A rank's own CPU time (median and maximum over ranks): with more ranks
+# than cores the wall times above grow with the whole job's work.
+CPU_FIELDS = ["startup_cpu_us", "cpu_us"]
 # The stats fields every conduit's line has; the others found are kept too.
 COMMON_STATS = ["peers", "connected_peers", "conduit_bytes"]
 COLUMNS = (["label", "conduit", "hosts", "size", "wall_s"] +
            [f + "_max" for f in MAX_FIELDS] + RANK0_FIELDS +
-           [f + m for f in MEM_FIELDS for m in ("_med", "_max")] +
+           [f + m for f in MEM_FIELDS + CPU_FIELDS
+            for m in ("_med", "_max")] +
            ["stats_" + f for f in COMMON_STATS] + ["stats_other", "stopped"])
 
 SCALE_RE = re.compile(r"^scale: rank (\d+) (.*)$")
@@ -102,7 +106,7 @@ def summarise(label, conduit, hosts, size, wall_s, ranks, stats):
     r0 = ranks.get(0, {})
     for f in RANK0_FIELDS:
         row[f] = "%.1f" % r0[f] if f in r0 else ""
-    for f in MEM_FIELDS:
+    for f in MEM_FIELDS + CPU_FIELDS:
         vals = [r[f] for r in all_ranks if f in r]
         row[f + "_med"] = "%d" % statistics.median(vals) if vals else ""
         row[f + "_max"] = "%d" % max(vals) if vals else ""
@@ -192,7 +196,8 @@ def cmd_run(a):
         else:
             argv = shlex.split(a.prefix) + [launcher, "-n", str(size)]
             if a.hosts > 1:
-                argv += ["-N", str(a.hosts)]
+                # The ssh spawner forwards GASNET_* only.
+                argv += ["-N", str(a.hosts), "-E", "GEX_SCALE_T0"]
         argv += [client, "-i", str(a.iterations)]
         env["GEX_SCALE_T0"] = str(time.clock_gettime_ns(time.CLOCK_REALTIME))
         t0 = time.monotonic()
@@ -239,6 +244,46 @@ def print_table(rows):
         print(" ".join("%14s" % r.get(c, "") for c in cols))
 
 
+def cmd_table(a):
+    """Markdown tables of the CSV, one per label (for the README)."""
+    rows = read_csv(os.path.join(a.out, "scale.csv"))
+    cols = [("ranks", "size", None), ("wall s", "wall_s", None),
+            ("spawn ms", "spawn_us_max", 1e-3),
+            ("bootstrap ms", "bootstrap_us_max", 1e-3),
+            ("pshm ms", "pshm_us_max", 1e-3),
+            ("conduit init ms", "conduit_us_max", 1e-3),
+            ("attach ms", "attach_us_max", 1e-3),
+            ("start-up CPU ms/rank", "startup_cpu_us_med", 1e-3),
+            ("first contact ms", "medium_us_max", 1e-3),
+            ("barrier us", "barrier_us", 1), ("reduce us", "reduce_us", 1),
+            ("all-to-all ms", "alltoall_us_max", 1e-3),
+            ("VmHWM MiB/rank", "hwm_kb_med", 1 / 1024),
+            ("conduit KiB/rank", "stats_conduit_bytes", 1 / 1024),
+            ("connected", "stats_connected_peers", None)]
+    for lab in sorted({r["label"] for r in rows}):
+        print("\n`%s`:\n" % lab)
+        print("| " + " | ".join(c[0] for c in cols) + " |")
+        print("|" + "---|" * len(cols))
+        for r in sorted((r for r in rows if r["label"] == lab),
+                        key=lambda r: int(r["size"])):
+            cells = []
+            for _, col, scale in cols:
+                v = r.get(col, "")
+                if v in ("", "-1"):
+                    cells.append("")
+                elif scale is None:
+                    cells.append(v)
+                else:
+                    x = float(v) * scale
+                    cells.append("%.3g" % x if x < 100 else "%.0f" % x)
+            print("| " + " | ".join(cells) + " |")
+        stopped = [r["stopped"] for r in rows
+                   if r["label"] == lab and r.get("stopped")]
+        if stopped:
+            print("\n%s" % stopped[-1])
+    return 0
+
+
 # ---- plots ------------------------------------------------------------------
 
 PLOTS = [
@@ -253,6 +298,8 @@ PLOTS = [
      1e-3),
     ("conduit_init", "conduit init, slowest rank, ms", "conduit_us_max", 1e-3),
     ("attach", "segment attach, slowest rank, ms", "attach_us_max", 1e-3),
+    ("startup_cpu", "a rank's CPU time to the end of attach (median), ms",
+     "startup_cpu_us_med", 1e-3),
     ("barrier", "barrier latency (rank 0), us", "barrier_us", 1),
     ("bcast", "broadcast 8 B latency (rank 0), us", "bcast_us", 1),
     ("reduce", "reduce-to-all 8 B latency (rank 0), us", "reduce_us", 1),
@@ -314,41 +361,39 @@ def linear_fit(xs, ys):
     sxx = sum((x - mx) ** 2 for x in xs)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0
     a0 = my - b * mx
-    worst = max(abs(a0 + b * x - y) / y for x, y in zip(xs, ys) if y)
-    return a0, b, worst
+    errors = [abs(a0 + b * x - y) / y for x, y in zip(xs, ys) if y]
+    return a0, b, max(errors) if errors else 0.0
 
 
 def cmd_fit(a):
     rows = read_csv(os.path.join(a.out, "scale.csv"))
     labels = sorted({r["label"] for r in rows})
-    fits = [("peak RSS/rank", "hwm_kb_med", 1024, "B"),
+    # Start-up is fitted on a rank's own CPU time to the end of attach: on
+    # a host with more ranks than cores the wall times grow with the whole
+    # job's work (N ranks x O(N) each), which a job with a core per rank
+    # does not pay. The CPU time still holds the yields of a rank waiting
+    # for descheduled peers, so it is an upper bound.
+    fits = [("peak RSS/rank (VmHWM)", "hwm_kb_med", 1024, "B"),
+            ("steady RSS/rank (VmRSS)", "rss_kb_med", 1024, "B"),
             ("conduit_bytes/rank", "stats_conduit_bytes", 1, "B"),
-            ("start-up (bootstrap+pshm+conduit+attach)", None, 1e-6, "s")]
+            ("start-up CPU/rank", "startup_cpu_us_med", 1e-6, "s")]
     for lab in labels:
         mine = sorted((r for r in rows if r["label"] == lab
                        and int(r["size"]) >= a.min_size),
                       key=lambda r: int(r["size"]))
         if len(mine) < 2:
             continue
-        conn = [float(r["stats_connected_peers"] or 0) for r in mine]
+        conn = [r["stats_connected_peers"] or "n/a" for r in mine]
         print("== %s (sizes %s; connected peers %s)" %
-              (lab, ",".join(r["size"] for r in mine),
-               ",".join("%g" % c for c in conn)))
+              (lab, ",".join(r["size"] for r in mine), ",".join(conn)))
         for name, col, unit, uname in fits:
             xs, ys = [], []
             for r in mine:
-                if col is None:
-                    try:
-                        v = sum(float(r[p + "_max"]) for p in PHASES[1:])
-                    except ValueError:
-                        continue
-                else:
-                    if r.get(col, "") == "":
-                        continue
-                    v = float(r[col])
+                if r.get(col, "") in ("", None):
+                    continue
                 xs.append(int(r["size"]) - 1)
-                ys.append(v * unit)
-            if len(xs) < 2:
+                ys.append(float(r[col]) * unit)
+            if len(xs) < 2 or not any(ys):
                 continue
             fixed, per_peer, worst = linear_fit(xs, ys)
             proj = ["%dK: %s" % (k, human(fixed + per_peer * (k * 1024 - 1),
@@ -396,12 +441,16 @@ def main():
                    help="words before the launcher, one string (e.g. "
                    "'nsenter --net=... --')")
     p = sub.add_parser("plot", help="SVG plots of every label in the CSV")
+    t = sub.add_parser("table", help="Markdown tables of the CSV")
     f = sub.add_parser("fit", help="the model's constants per label")
-    f.add_argument("--min-size", type=int, default=2)
-    for s in (r, p, f):
+    f.add_argument("--min-size", type=int, default=8,
+                   help="fit sizes from this one up (default 8: the "
+                   "smaller jobs show the fixed cost only)")
+    for s in (r, p, t, f):
         s.add_argument("--out", default=DEFAULT_OUT)
     a = ap.parse_args()
-    return {"run": cmd_run, "plot": cmd_plot, "fit": cmd_fit}[a.cmd](a)
+    return {"run": cmd_run, "plot": cmd_plot, "table": cmd_table,
+            "fit": cmd_fit}[a.cmd](a)
 
 
 if __name__ == "__main__":
