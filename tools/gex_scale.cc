@@ -3,6 +3,10 @@
 // rank (the first contact), Puts 8 bytes into every other rank's segment,
 // times barrier, broadcast and reduce-to-all, and an all-to-all of Short
 // AMs; then reports its peak (VmHWM) and steady (VmRSS) resident memory.
+// With -p K the Medium, the Put and the all-to-all go to the next K ranks
+// only: a conduit that connects on demand then connects K peers, which
+// separates what a rank costs per peer from what it costs per connected
+// peer.
 // Rank 0 gathers every rank's figures and prints one line per rank:
 //
 //   scale: rank R size N spawn_us S init_us I attach_us A medium_us M
@@ -26,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -130,9 +135,13 @@ int64_t StatusKb(const char* key) {
 
 int Usage(const char* argv0, int code) {
   std::fprintf(code == 0 ? stdout : stderr,
-               "usage: %s [-s segment_bytes] [-i collective_iterations]\n"
+               "usage: %s [-s segment_bytes] [-i collective_iterations] "
+               "[-p peers]\n"
                "  -s  segment size to attach (default 4M)\n"
-               "  -i  iterations of each timed collective (default 20)\n",
+               "  -i  iterations of each timed collective (default 20)\n"
+               "  -p  the Medium, Put and all-to-all go to the next p ranks\n"
+               "      only (default: every other rank), so that a conduit\n"
+               "      connecting on demand connects p peers\n",
                argv0);
   return code;
 }
@@ -157,19 +166,20 @@ int Main(int argc, char** argv) {
 
   uint64_t seg_bytes = uint64_t{4} << 20;
   uint64_t iterations = 20;
+  uint64_t contacts = UINT64_MAX;  // -p: the next K ranks only
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h") return Usage(argv[0], 0);
-    if ((a == "-s" || a == "-i") && i + 1 < argc) {
+    if ((a == "-s" || a == "-i" || a == "-p") && i + 1 < argc) {
       uint64_t v = 0;
       const bool ok = a == "-s" ? gex_bench::ParseSize(argv[++i], &v)
                                 : gex_bench::ParseCount(argv[++i], &v);
-      if (!ok || (a == "-i" && v == 0)) {
+      if (!ok || (a != "-s" && v == 0)) {
         std::fprintf(stderr, "gex_scale: %s: bad value '%s'\n", a.c_str(),
                      argv[i]);
         gasnet_exit(2);
       }
-      (a == "-s" ? seg_bytes : iterations) = v;
+      (a == "-s" ? seg_bytes : a == "-i" ? iterations : contacts) = v;
       continue;
     }
     std::fprintf(stderr, "gex_scale: unknown option '%s'\n", a.c_str());
@@ -179,6 +189,10 @@ int Main(int argc, char** argv) {
 
   const gex_Rank_t me = gex_TM_QueryRank(tm);
   const gex_Rank_t n = gex_TM_QuerySize(tm);
+  // The ranks each rank contacts: me+1 .. me+k (mod n), and it hears from
+  // me-1 .. me-k.
+  const gex_Rank_t k =
+      static_cast<gex_Rank_t>(std::min<uint64_t>(contacts, n - 1u));
   if (me == 0) g_gathered.assign(n, Figures{});
   gex_AM_Entry_t table[] = {
       {kFirstContact, reinterpret_cast<gex_AM_Fn_t>(OnFirstContact),
@@ -213,7 +227,7 @@ int Main(int argc, char** argv) {
   char payload[64];
   std::memset(payload, static_cast<int>(me & 0xff), sizeof payload);
   t = Clock::now();
-  for (gex_Rank_t i = 1; i < n; ++i) {
+  for (gex_Rank_t i = 1; i <= k; ++i) {
     Check(gex_AM_RequestMedium0(tm, (me + i) % n, kFirstContact, payload,
                                 sizeof payload, GEX_EVENT_NOW, 0),
           "gex_AM_RequestMedium0");
@@ -225,7 +239,7 @@ int Main(int argc, char** argv) {
   // 8 bytes into every other rank's segment, at this rank's own slot.
   const uint64_t value = 0x5ca1e000ull + me;
   t = Clock::now();
-  for (gex_Rank_t i = 1; i < n; ++i) {
+  for (gex_Rank_t i = 1; i <= k; ++i) {
     const gex_Rank_t r = (me + i) % n;
     char* dest = static_cast<char*>(peer_base[r]) + (8 * me) % seg_bytes;
     gex_RMA_PutNBI(tm, r, dest, const_cast<uint64_t*>(&value), sizeof value,
@@ -263,18 +277,18 @@ int Main(int argc, char** argv) {
 
   // All-to-all: a Short to every other rank, all ranks at once.
   t = Clock::now();
-  for (gex_Rank_t i = 1; i < n; ++i) {
+  for (gex_Rank_t i = 1; i <= k; ++i) {
     Check(gex_AM_RequestShort0(tm, (me + i) % n, kAllToAll, 0),
           "gex_AM_RequestShort0");
   }
-  GASNET_BLOCKUNTIL(g_alltoall.load(std::memory_order_acquire) == n - 1u);
+  GASNET_BLOCKUNTIL(g_alltoall.load(std::memory_order_acquire) == k);
   const int64_t alltoall_us = MicrosSince(t);
   gex_Coll_BarrierBlocking(tm, 0);
 
   // The Puts landed: every other rank's value at its slot here.
   const char* mine = static_cast<const char*>(gex_Segment_QueryAddr(segment));
-  for (gex_Rank_t r = 0; r < n; ++r) {
-    if (r == me) continue;
+  for (gex_Rank_t i = 1; i <= k; ++i) {
+    const gex_Rank_t r = (me + n - i) % n;
     uint64_t got;
     std::memcpy(&got, mine + (8 * r) % seg_bytes, sizeof got);
     if (8 * static_cast<uint64_t>(n) <= seg_bytes && got != 0x5ca1e000ull + r) {

@@ -198,7 +198,8 @@ def cmd_run(a):
             if a.hosts > 1:
                 # The ssh spawner forwards GASNET_* only.
                 argv += ["-N", str(a.hosts), "-E", "GEX_SCALE_T0"]
-        argv += [client, "-i", str(a.iterations)]
+        argv += [client, "-i", str(a.iterations)] + shlex.split(
+            a.client_args)
         env["GEX_SCALE_T0"] = str(time.clock_gettime_ns(time.CLOCK_REALTIME))
         t0 = time.monotonic()
         try:
@@ -433,6 +434,9 @@ def main():
                                                      "tools"))
     r.add_argument("--env", action="append", default=[],
                    help="VAR=VALUE for the job (repeatable)")
+    r.add_argument("--client-args", default="",
+                   help="more arguments for gex_scale (one string), e.g. "
+                   "'-p 2': contact the next 2 ranks only")
     r.add_argument("--launcher", default="",
                    help="the launcher command instead of gasnetrun_CONDUIT "
                    "-n N, one string with {n} (and {hosts}) for the job "

@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
       "--env",
       cluster.ConfEnv(),
       "--launcher",
-      absl::StrJoin(srun, " ") + " {n} " + ws + "/bazel-bin/tools/gex_scale_" +
-          conduit,
+      absl::StrJoin(srun, " ") + " {n}",
   };
   for (int i = 3; i < argc; ++i) args.push_back(argv[i]);
   std::vector<char*> cargs;
