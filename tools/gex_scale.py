@@ -291,7 +291,7 @@ PLOTS = [
     ("hwm", "peak RSS per rank (VmHWM, median), MiB", "hwm_kb_med", 1 / 1024),
     ("rss", "steady RSS per rank (VmRSS, median), MiB", "rss_kb_med",
      1 / 1024),
-    ("conduit_bytes", "conduit's own allocation per rank, KiB",
+    ("conduit_bytes", "conduit_bytes per rank (the conduit's stats), KiB",
      "stats_conduit_bytes", 1 / 1024),
     ("spawn", "spawn (driver to main), slowest rank, ms", "spawn_us_max",
      1e-3),
@@ -299,7 +299,7 @@ PLOTS = [
      1e-3),
     ("conduit_init", "conduit init, slowest rank, ms", "conduit_us_max", 1e-3),
     ("attach", "segment attach, slowest rank, ms", "attach_us_max", 1e-3),
-    ("startup_cpu", "a rank's CPU time to the end of attach (median), ms",
+    ("startup_cpu", "CPU time of a rank to the end of attach (median), ms",
      "startup_cpu_us_med", 1e-3),
     ("barrier", "barrier latency (rank 0), us", "barrier_us", 1),
     ("bcast", "broadcast 8 B latency (rank 0), us", "bcast_us", 1),
@@ -334,21 +334,23 @@ def cmd_plot(a):
             series.append((lab, path))
         if not series:
             continue
-        svg = os.path.join(a.out, name + ".svg")
+        svg = os.path.join(a.out, name + "." + a.format)
+        terminal = ("svg size 720,440 dynamic font 'sans,11'"
+                    if a.format == "svg" else "pngcairo size 720,440")
         script = [
-            "set terminal svg size 720,440 dynamic font 'sans,11'",
+            "set terminal " + terminal,
             "set output '%s'" % svg,
-            "set title '%s'" % title,
+            "set title \"%s\"" % title,
             "set xlabel 'ranks in the job'",
             "set logscale x 2",
-            "set key top left",
+            "set key outside right top",
             "set grid",
-            "plot " + ", ".join("'%s' using 1:2 with linespoints title '%s'" %
+            "plot " + ", ".join("'%s' using 1:2 with linespoints title \"%s\"" %
                                 (p, lab) for lab, p in series),
         ]
         subprocess.run([gnuplot], input="\n".join(script) + "\n", text=True,
                        check=True)
-        print("wrote", os.path.relpath(svg, ROOT))
+        print("wrote", svg)
     shutil.rmtree(data_dir)
     return 0
 
@@ -445,6 +447,7 @@ def main():
                    help="words before the launcher, one string (e.g. "
                    "'nsenter --net=... --')")
     p = sub.add_parser("plot", help="SVG plots of every label in the CSV")
+    p.add_argument("--format", choices=["svg", "png"], default="svg")
     t = sub.add_parser("table", help="Markdown tables of the CSV")
     f = sub.add_parser("fit", help="the model's constants per label")
     f.add_argument("--min-size", type=int, default=8,
