@@ -37,6 +37,7 @@ import shlex
 import shutil
 import statistics
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -220,6 +221,12 @@ def cmd_run(a):
                       (size, rc, len(ranks), size,
                        " | ".join(err.strip().splitlines()[-3:])[:400]))
             print("%s: %s" % (label, reason), flush=True)
+            # The whole of it, for whoever looks into the failure.
+            keep = os.path.join(tempfile.gettempdir(),
+                                "gex_scale.%s.%d.log" % (label, size))
+            with open(keep, "w") as f:
+                f.write(out + "\n--- stderr ---\n" + err)
+            print("%s: the job's output is in %s" % (label, keep), flush=True)
             if done:
                 done[-1]["stopped"] = reason
             break
