@@ -232,7 +232,7 @@ int Main(int argc, char** argv) {
                                 sizeof payload, GEX_EVENT_NOW, 0),
           "gex_AM_RequestMedium0");
   }
-  GASNET_BLOCKUNTIL(g_first_contacts.load(std::memory_order_acquire) == n - 1u);
+  GASNET_BLOCKUNTIL(g_first_contacts.load(std::memory_order_acquire) == k);
   const int64_t medium_us = MicrosSince(t);
   gex_Coll_BarrierBlocking(tm, 0);
 
