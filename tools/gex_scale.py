@@ -288,7 +288,7 @@ def cmd_table(a):
         stopped = [r["stopped"] for r in rows
                    if r["label"] == lab and r.get("stopped")]
         if stopped:
-            print("\n%s" % stopped[-1])
+            print("\n%s" % stopped[-1][:240])
     return 0
 
 
@@ -342,8 +342,8 @@ def cmd_plot(a):
         if not series:
             continue
         svg = os.path.join(a.out, name + "." + a.format)
-        terminal = ("svg size 720,440 dynamic font 'sans,11'"
-                    if a.format == "svg" else "pngcairo size 720,440")
+        terminal = ("svg size 900,480 dynamic font 'sans,11'"
+                    if a.format == "svg" else "pngcairo size 900,480")
         script = [
             "set terminal " + terminal,
             "set output '%s'" % svg,
