@@ -33,6 +33,8 @@ take_programs "GASNETRUN CLIENT NETNS_SSH" \
   "$root/bazel-bin/tools/gasnetrun_$conduit" \
   "$root/bazel-bin/tools/gex_scale_$conduit" \
   "$root/tests/multihost/netns_ssh.sh"
+# netns_hosts.sh makes HOSTS hosts (3 for its tests).
+# shellcheck disable=SC2034  # read by hosts_setup
 HOSTS=4
 hosts_setup
 python3 "$here/gex_scale.py" run --conduit "$conduit" --sizes "$sizes" \
