@@ -30,7 +30,6 @@ the conduit's specific counts.
 
 import argparse
 import csv
-import math
 import os
 import re
 import shlex
