@@ -23,6 +23,7 @@
 #define GEX_AM_CREDITS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -99,6 +100,8 @@ class Credits {
   // For tests and statistics: credits held for `peer`, and banked for it.
   uint32_t Available(uint32_t peer) const;
   uint32_t Banked(uint32_t peer) const;
+  // The bytes of per-peer state this object allocated (conduits' stats).
+  size_t StateBytes() const { return size_t{ranks_} * sizeof(Peer); }
 
  private:
   struct alignas(64) Peer {

@@ -1,6 +1,8 @@
 #include "core/runtime.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -8,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "base/cpu.h"
+#include "base/env/settings.h"
 #include "base/fatal.h"
 #include "base/string_view.h"
 #include "bootstrap/create_bootstrap.h"
@@ -40,6 +43,13 @@ std::string FromTheConduit(const Runtime& rt, std::string_view message) {
   return "the " + own + std::string(message);
 }
 
+// Microseconds since `start`, for GASNET_STARTUP_TIMES.
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 }  // namespace
 
 void Init(Runtime& rt, InitOptions options, const char* call) {
@@ -48,6 +58,8 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   rt.conduit->StartUp(options.argc, options.argv);
 
   rt.thread_safe = options.thread_safe;
+  rt.startup_times.report = env::GetBool("GASNET_STARTUP_TIMES", false);
+  auto phase_start = std::chrono::steady_clock::now();
   rt.bootstrap = CreateBootstrap();
   rt.rank = rt.bootstrap->rank();
   rt.size = rt.bootstrap->size();
@@ -63,6 +75,8 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   // The same rule as MyHostIsOversubscribed (more ranks here than CPUs).
   rt.polite = rt.waits.always_yield();
   rt.conduit_has_peers = rt.map->my_supernode_members().size() < rt.size;
+  rt.startup_times.bootstrap_us = MicrosSince(phase_start);
+  phase_start = std::chrono::steady_clock::now();
 
   pshm::Supernode::Options sn;
   sn.dispatcher = &DispatchShared;
@@ -76,6 +90,8 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
     FatalErrorF("%s: %s", call, supernode.status().message());
   rt.supernode = *std::move(supernode);
   rt.net = &rt.supernode->network();
+  rt.startup_times.pshm_us = MicrosSince(phase_start);
+  phase_start = std::chrono::steady_clock::now();
 
   rt.capabilities = rt.conduit->capabilities();
   InitArgs args;
@@ -89,6 +105,7 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
   if (const absl::Status s = rt.conduit->Init(args); !s.ok()) {
     FatalErrorF("%s: %s", call, FromTheConduit(rt, ToStd(s.message())));
   }
+  rt.startup_times.conduit_us = MicrosSince(phase_start);
   if (rt.conduit_has_peers) {
     rt.bootstrap->SetWaitHook(
         [](void* context) {
@@ -105,6 +122,7 @@ void Init(Runtime& rt, InitOptions options, const char* call) {
 }
 
 absl::Status AttachSegment(Runtime& rt, size_t size) {
+  const auto attach_start = std::chrono::steady_clock::now();
   std::vector<pshm::Supernode::Segment> job;
   if (absl::Status s = rt.supernode->AttachSegment(*rt.bootstrap, size, &job);
       !s.ok()) {
@@ -130,6 +148,16 @@ absl::Status AttachSegment(Runtime& rt, size_t size) {
   }
   rt.conduit_segments = true;
   rt.segments.Fill(std::move(entries));
+  if (rt.startup_times.report) {
+    const Runtime::StartupTimes& t = rt.startup_times;
+    std::printf(
+        "startup: rank %u: bootstrap_us %lld pshm_us %lld conduit_us %lld "
+        "attach_us %lld\n",
+        rt.rank, static_cast<long long>(t.bootstrap_us),
+        static_cast<long long>(t.pshm_us), static_cast<long long>(t.conduit_us),
+        static_cast<long long>(MicrosSince(attach_start)));
+    std::fflush(stdout);
+  }
   return absl::OkStatus();
 }
 

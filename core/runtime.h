@@ -57,6 +57,17 @@ class Runtime {
   // spin a bounded number of rounds and then yield.
   WaitPolicy waits;
 
+  // GASNET_STARTUP_TIMES=1: the start-up phases' durations (microseconds),
+  // printed as one line per rank when the segment is attached (the scale
+  // benchmark reads them). Off: one environment read at init, nothing else.
+  struct StartupTimes {
+    bool report = false;
+    int64_t bootstrap_us = 0;  // the bootstrap and its node-map exchange
+    int64_t pshm_us = 0;       // the supernode's shared memory
+    int64_t conduit_us = 0;    // the conduit's Init (its address exchange)
+  };
+  StartupTimes startup_times;
+
   std::unique_ptr<Bootstrap> bootstrap;
   std::optional<NodeMap> map;
   std::unique_ptr<pshm::Supernode> supernode;

@@ -13,6 +13,8 @@
 #include "base/fatal.h"
 #include "bootstrap/launcher_bootstrap.h"
 #include "bootstrap/spawn/launcher.h"
+#include "pshm/am_network.h"
+#include "pshm/queue_config.h"
 #include "pshm/shared_object.h"
 
 namespace gexrt {
@@ -88,6 +90,31 @@ absl::Status SmpConduit::CheckJob(const NodeMap& map) const {
           ? absl::StrFormat(" (GASNET_SUPERNODE_MAXSIZE=%s splits the host)",
                             max)
           : std::string()));
+}
+
+absl::Status SmpConduit::Init(const core::InitArgs& args) {
+  print_stats_ = env::GetBool("GASNET_SMP_STATS", false);
+  rank_ = args.map->my_rank();
+  size_ = args.map->size();
+  supernode_size_ =
+      static_cast<uint32_t>(args.map->my_supernode_members().size());
+  return absl::OkStatus();
+}
+
+void SmpConduit::Fini() {
+  if (!print_stats_ || printed_) return;
+  printed_ = true;
+  // The same sizing PSHM's supernode used at start-up (its settings were
+  // checked there, so they read cleanly here).
+  const absl::StatusOr<pshm::QueueConfig> config = pshm::QueueConfigFromEnv();
+  const size_t region =
+      config.ok() ? pshm::AmNetwork::RegionBytes(*config, supernode_size_) : 0;
+  std::printf(
+      "smp: rank %u: peers %u connected_peers 0 conduit_bytes 0 "
+      "supernode_peers %u pshm_region_bytes %zu\n",
+      rank_, size_ > 0 ? size_ - 1 : 0,
+      supernode_size_ > 0 ? supernode_size_ - 1 : 0, region);
+  std::fflush(stdout);
 }
 
 core::SendStatus SmpConduit::Request(Rank dest, const core::Outbound&, bool) {

@@ -446,6 +446,31 @@ UcxStats UcxConduit::stats() const {
   s.tx_buffers = (request_pool_ ? request_pool_->allocated() : 0) +
                  (reply_pool_ ? reply_pool_->allocated() : 0);
   s.atomics = counters_.atomics.load();
+  s.peers = size_ > 0 ? size_ - 1 : 0;
+  for (Rank r = 0; r < eps_.size(); ++r) {
+    if (eps_[r] == nullptr) continue;
+    ++s.connected_peers;
+    ++s.endpoints;
+  }
+  for (const RemoteSegment& seg : segments_) s.rkeys += seg.rkey != nullptr;
+  // PrepareAtomics's own endpoints and keys: those of ranks without an AM
+  // endpoint (a conduit peer's are counted above).
+  for (Rank r = 0; r < atomic_eps_.size(); ++r) {
+    if (r < eps_.size() && eps_[r] != nullptr) continue;
+    s.endpoints += atomic_eps_[r] != nullptr;
+    s.rkeys += atomic_rkeys_[r] != nullptr;
+  }
+  uint64_t bytes = eps_.capacity() * sizeof(ucp_ep_h) + addresses_.capacity() +
+                   segments_.capacity() * sizeof(RemoteSegment) +
+                   packed_keys_.capacity() +
+                   atomic_eps_.capacity() * sizeof(ucp_ep_h) +
+                   atomic_rkeys_.capacity() * sizeof(ucp_rkey_h);
+  if (credits_ != nullptr) bytes += credits_->StateBytes();
+  for (const BufferPool* pool : {rx_pool_.get(), request_pool_.get(),
+                                 reply_pool_.get(), atomic_pool_.get()}) {
+    if (pool != nullptr) bytes += pool->allocated() * pool->buffer_size();
+  }
+  s.conduit_bytes = bytes;
   return s;
 }
 
@@ -454,7 +479,8 @@ void UcxConduit::PrintStats() const {
   std::printf(
       "ucx: rank %u: requests %llu replies %llu credit_messages %llu "
       "credit_waits %llu buffer_waits %llu rx_buffers %llu (%zu bytes each) "
-      "tx_buffers %llu ordered_tls %d atomics %llu\n",
+      "tx_buffers %llu ordered_tls %d atomics %llu peers %llu "
+      "connected_peers %llu conduit_bytes %llu endpoints %llu rkeys %llu\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
       static_cast<unsigned long long>(s.replies_sent),
       static_cast<unsigned long long>(s.credit_messages_sent),
@@ -462,7 +488,12 @@ void UcxConduit::PrintStats() const {
       static_cast<unsigned long long>(s.buffer_waits),
       static_cast<unsigned long long>(s.rx_buffers), message_size_,
       static_cast<unsigned long long>(s.tx_buffers), ordered_ ? 1 : 0,
-      static_cast<unsigned long long>(s.atomics));
+      static_cast<unsigned long long>(s.atomics),
+      static_cast<unsigned long long>(s.peers),
+      static_cast<unsigned long long>(s.connected_peers),
+      static_cast<unsigned long long>(s.conduit_bytes),
+      static_cast<unsigned long long>(s.endpoints),
+      static_cast<unsigned long long>(s.rkeys));
   std::fflush(stdout);
 }
 

@@ -76,6 +76,17 @@ struct UcxStats {
   uint64_t rx_buffers = 0;    // receive buffers ever allocated
   uint64_t tx_buffers = 0;    // send buffers ever allocated (both pools)
   uint64_t atomics = 0;       // remote atomics started through UCP
+  // What the job's size costs this rank (the scale benchmark and the
+  // job-size test read these): the field names are the ones every
+  // conduit's stats line uses.
+  uint64_t peers = 0;            // other ranks of the job
+  uint64_t connected_peers = 0;  // ranks with an AM endpoint (conduit peers)
+  uint64_t endpoints = 0;        // UCP endpoints, atomics-only ones included
+  uint64_t rkeys = 0;            // unpacked remote keys
+  // Bytes the conduit itself allocated for per-peer and fixed state: the
+  // per-rank tables (endpoints, segments, keys, addresses, credits) and
+  // the AM buffer pools; not what UCX allocates inside.
+  uint64_t conduit_bytes = 0;
 };
 
 class UcxConduit final : public core::Conduit {
