@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Proves the layer rule of docs/architecture.md with `bazel query`: no target in a layer
-# depends, directly or transitively, on a target in a layer above it.
+# Proves the layer graph of layers.bzl (LAYER_DEPS, the one declaration of
+# which layers each layer may use directly) with `bazel query`: every edge
+# between two top-level packages of the workspace, over all targets and
+# every attribute (deps, data, srcs, ...), must be one the graph allows.
 # Visibility (layers.bzl's visible_above) already makes such an edge fail the
 # build; this checks the same rule from the other side, over the whole graph,
-# so a visibility list widened by mistake cannot hide an upward edge.
+# so a visibility list widened by hand cannot hide a wrong edge. Direct edges
+# suffice: the graph is acyclic (layer_graph.py checks that too), so no path
+# of allowed edges goes upward.
 #
 # Also checks that the seven system-library repositories still provide the
 # targets gex uses.
@@ -12,14 +16,20 @@
 #   WORKSPACE_ROOT defaults to $BUILD_WORKSPACE_DIRECTORY (set by
 #   `bazel run //tools:check_layers`), else the current directory.
 #   $BAZEL names the bazel binary (default: bazel); the self-test
-#   (//tools:check_layers_test) points it at a fake.
+#   (//tools:check_layers_test) points it at a fake. $PYTHON names python3.
 # Exit status: 0 when every check passes, 1 on a violation or a missing
-# target, 2 on a usage or query error.
+# target, 2 on a usage or query error or a malformed layers.bzl.
 
 set -euo pipefail
 
 root="${1:-${BUILD_WORKSPACE_DIRECTORY:-$PWD}}"
 bazel="${BAZEL:-bazel}"
+python="${PYTHON:-python3}"
+# layers.bzl's reader: beside this script (the source tree), else in its
+# runfiles (`bazel run`).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+graph_tool="$here/layer_graph.py"
+[[ -f "$graph_tool" ]] || graph_tool="${BASH_SOURCE[0]}.runfiles/gex/tools/layer_graph.py"
 
 cd "$root"
 if [[ ! -f WORKSPACE || ! -f layers.bzl ]]; then
@@ -27,74 +37,62 @@ if [[ ! -f WORKSPACE || ! -f layers.bzl ]]; then
   exit 2
 fi
 
-# Quiet query: labels on stdout, Bazel's progress chatter dropped.
+# Quiet query: results on stdout, Bazel's progress chatter dropped.
 query() {
-  "$bazel" query --noshow_progress --ui_event_filters=-info --output=label "$@"
+  "$bazel" query --noshow_progress --ui_event_filters=-info "$@"
 }
 
-# ---- the layer order, read from layers.bzl (the one list) ----------------
+# ---- every edge between layers is one layers.bzl allows -----------------
 
-# The string literals of `LAYERS = [ ... ]`, comments dropped.
-mapfile -t layers < <(
-  sed -n '/^LAYERS[[:space:]]*=[[:space:]]*\[/,/^\]/p' layers.bzl |
-    sed 's/#.*//' | grep -o '"[^"]*"' | tr -d '"'
-)
-if ((${#layers[@]} < 2)); then
-  echo "check_layers: could not read LAYERS from layers.bzl" >&2
+if ! layers="$("$python" "$graph_tool" dump layers.bzl)"; then
+  echo "check_layers: could not read LAYER_DEPS from layers.bzl" >&2
   exit 2
 fi
+echo "layers.bzl: the layer graph (layer: the layers it may use)"
+sed 's/^/  /' <<<"$layers"
 
 # A layer takes part once its directory holds a BUILD file somewhere;
 # before that `//layer/...` matches nothing and the query would fail.
 present=()
 skipped=()
-for layer in "${layers[@]}"; do
+while IFS=: read -r layer _; do
   if [[ -d "$layer" ]] &&
     [[ -n "$(find "$layer" \( -name BUILD -o -name BUILD.bazel \) -print -quit)" ]]; then
     present+=("$layer")
   else
     skipped+=("$layer")
   fi
-done
+done <<<"$layers"
 if ((${#skipped[@]})); then
   echo "check_layers: skipping layers with no package yet: ${skipped[*]}"
 fi
+if ((${#present[@]} == 0)); then
+  echo "check_layers: no layer has a package" >&2
+  exit 2
+fi
 
-# ---- no edge from a lower layer to a higher one -------------------------
-
-# One query per lower layer against the union of all layers above it, which
-# is the pairwise check (lower < higher) in fewer Bazel calls. Of the higher
-# targets reached (`$up`), only the entry points are reported: those a
-# non-higher target depends on directly, i.e. the heads of the upward edges,
-# not everything behind them. Each is attributed to its layer and explained
-# with a `somepath`.
+# Every target of the layers (rules and files) and what it uses directly,
+# one "from" -> "to" line per edge. Named layer by layer, not //...: that
+# would also walk the bazel-* convenience links of another output base.
+union="$(printf ' + //%s/...:*' "${present[@]}")"
+union="${union# + }"
+if ! graph="$(query --output=graph --nograph:factored "deps($union, 1)")"; then
+  echo "check_layers: bazel query of the dependency graph failed" >&2
+  exit 2
+fi
 violations=0
-pairs=0
-for ((i = 0; i < ${#present[@]}; i++)); do
-  lower="${present[i]}"
-  higher=("${present[@]:i+1}")
-  ((${#higher[@]})) || continue
-  pairs=$((pairs + ${#higher[@]}))
-  union="$(printf ' + //%s/...' "${higher[@]}")"
-  union="${union# + }"
-  below="deps(//$lower/...)"
-  expr="let up = $below intersect ($union) in \$up intersect deps($below except \$up, 1)"
-  if ! hits="$(query "$expr")"; then
-    echo "check_layers: bazel query failed for layer '$lower'" >&2
+graph_rc=0
+verdict="$("$python" "$graph_tool" check layers.bzl <<<"$graph")" || graph_rc=$?
+echo "$verdict"
+case "$graph_rc" in
+  0) ;;
+  1) violations="$(grep -c '^VIOLATION' <<<"$verdict")" ;;
+  *)
+    echo "check_layers: layer_graph.py check failed" >&2
     exit 2
-  fi
-  [[ -n "$hits" ]] || continue
-  while IFS= read -r target; do
-    [[ -n "$target" ]] || continue
-    # The layer a label belongs to: its first package component.
-    pkg="${target#//}"
-    up="${pkg%%[/:]*}"
-    echo "VIOLATION: layer '$lower' depends on '$target' in higher layer '$up'"
-    echo "  evidence (somepath):"
-    query "somepath(//$lower/..., $target)" | sed 's/^/    /' || true
-    violations=$((violations + 1))
-  done <<<"$hits"
-done
+    ;;
+esac
+edges="$(sed -n 's/^layer_graph: \([0-9]*\) cross-layer.*/\1/p' <<<"$verdict")"
 
 # ---- the system-library targets exist ------------------------------------
 
@@ -139,7 +137,7 @@ dep_targets=(
 echo "bazel query: dependency repository targets"
 # --keep_going lists what exists even when some label does not; the missing
 # ones are then found by comparing, which names them all at once.
-found="$(query --keep_going "set(${dep_targets[*]})" 2>/dev/null || true)"
+found="$(query --output=label --keep_going "set(${dep_targets[*]})" 2>/dev/null || true)"
 sed 's/^/  /' <<<"$found"
 missing=0
 for label in "${dep_targets[@]}"; do
@@ -152,7 +150,7 @@ done
 # ---- verdict ---------------------------------------------------------------
 
 if ((violations > 0 || missing > 0)); then
-  echo "check_layers: FAIL: $violations upward dependency edge(s), $missing missing dependency target(s)"
+  echo "check_layers: FAIL: $violations edge(s) outside the layer graph, $missing missing dependency target(s)"
   exit 1
 fi
-echo "check_layers: OK: ${#present[@]} of ${#layers[@]} layers present (${present[*]}), $pairs lower<higher pairs checked, no upward edge; ${#dep_targets[@]} dependency targets found"
+echo "check_layers: OK: ${#present[@]} of $(wc -l <<<"$layers") layers present (${present[*]}), $edges cross-layer edges checked against layers.bzl, none outside its graph; ${#dep_targets[@]} dependency targets found"
