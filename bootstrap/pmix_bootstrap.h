@@ -96,6 +96,10 @@ class PmixBootstrap final : public Bootstrap, public LauncherNodeSource {
   void Alltoall(const void* src, size_t len, void* dst) override;
   void Broadcast(const void* src, size_t len, void* dst, Rank root) override;
   [[noreturn]] void Abort(int exit_code, std::string_view reason) override;
+  // exit/'s handlers are in place: SIGTERM, SIGINT and SIGHUP from this
+  // rank's parent (the launcher's daemon) become the launcher's decision
+  // with "a rank was lost" (see the header comment).
+  void ExitReady() override;
   void Fini() override;
 
   const PmixNodeInfo& node_info() const { return node_; }
