@@ -3,7 +3,12 @@
 // (Open MPI's mpirun) or srun (a one-node Slurm cluster this test starts
 // and stops). Each job is judged from the outside: exit code, every rank's
 // success line, no process of the job left, no shared memory left.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +101,7 @@ void ExpectCleanSuccess(const PmixJobResult& r, int n, const std::string& mode,
     EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("rank %d: %s ok", rank, mode)))
         << Describe(r);
   }
+  EXPECT_THAT(r.alive_at_return, ::testing::IsEmpty()) << Describe(r);
   EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
   EXPECT_THAT(ShmLeft(job_id), ::testing::IsEmpty()) << Describe(r);
 }
@@ -342,6 +348,72 @@ TEST(PmixSpawnerTest, BootstrapTimeoutNamesTheFence) {
   const std::string id =
       r.err.substr(at + 17, r.err.find(':', at + 17) - (at + 17));
   EXPECT_THAT(ShmLeft("GEX_JOB_ID=" + id), ::testing::IsEmpty()) << Describe(r);
+}
+
+// The job id gasnetrun gave the job, from exit_client's "job=" line.
+std::string JobIdOf(const PmixJobResult& r) {
+  const size_t at = r.out.find(": job=");
+  if (at == std::string::npos) return "";
+  const size_t from = at + 6;
+  return absl::StrCat("GEX_JOB_ID=",
+                      r.out.substr(from, r.out.find(' ', from) - from));
+}
+
+// A rank SIGKILLed under gasnetrun -spawner=pmi: the others learn it from
+// the launcher and end, gasnetrun returns 137 (the killed rank's 128 + 9,
+// as mpirun and srun report it), and when it does no rank runs; nothing
+// of the job is left.
+TEST(PmixSpawnerTest, ARankKilledEndsTheJobBeforeGasnetrunReturns) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobResult r =
+      RunPmixJob(SpawnerJob(kExitRanks, "exit_client", {"sigkill", "9"}));
+  const std::string job_id = JobIdOf(r);
+  ASSERT_FALSE(job_id.empty()) << Describe(r);
+  ExpectExitOutcome(r, ExitCase{"sigkill", 9, false, 128 + 9}, job_id);
+}
+
+// The launcher itself killed (SIGKILL) while its ranks run on: under
+// mpirun they die with it (PR_SET_PDEATHSIG); under srun slurmstepd keeps
+// them, and gasnetrun ends them by the pids they recorded. Either way
+// gasnetrun returns the launcher's 137 only once none of them runs. A
+// wrapper script stands in for the launcher: it starts the real one, and
+// once rank 0 says every rank spins (EXIT_TEST_READY_FILE), kills it.
+TEST(PmixSpawnerTest, ALauncherKilledLeavesNoRankRunning) {
+  SKIP_WITHOUT_LAUNCHER();
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string ready = absl::StrCat(dir, "/ready.", getpid());
+  const std::string wrapper = absl::StrCat(dir, "/kill_launcher.sh");
+  {
+    // Bounded: 30 s for the job to start, else the launcher goes anyway.
+    std::ofstream f(wrapper);
+    f << "#!/bin/sh\nready=$1; shift\n\"$@\" & launcher=$!\n"
+         "n=0; while [ ! -e \"$ready\" ] && [ $n -lt 600 ]; do\n"
+         "  sleep 0.05; n=$((n+1)); done\n"
+         "kill -9 $launcher; wait $launcher; exit $?\n";
+  }
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  const std::string launcher =
+      g_cluster != nullptr
+          ? absl::StrCat(FindProgram("srun"), " --mpi=pmix -K1 -O -n %n %P")
+          : absl::StrCat(FindProgram("mpirun"),
+                         " --allow-run-as-root --oversubscribe -n %n %P");
+  PmixJobSpec spec =
+      SpawnerJob(kExitRanks, "exit_client", {"launcher-signal", "3"});
+  spec.env.push_back(
+      absl::StrCat("GASNET_PMI_LAUNCHER=", wrapper, " ", ready, " ", launcher));
+  spec.env.push_back("EXIT_TEST_READY_FILE=" + ready);
+  spec.env.push_back("PMIX_MCA_gds=hash");
+  PmixJobResult r = RunPmixJob(spec);
+  std::remove(ready.c_str());
+  EXPECT_EQ(r.exit_code, 128 + 9) << Describe(r);
+  for (int rank = 0; rank < kExitRanks; ++rank) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("rank %d: job=", rank)))
+        << Describe(r);
+  }
+  EXPECT_THAT(r.alive_at_return, ::testing::IsEmpty()) << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+  EXPECT_THAT(ShmLeft(JobIdOf(r)), ::testing::IsEmpty()) << Describe(r);
 }
 
 TEST(PmixSpawnerTest, MalformedTemplateIsAClearError) {

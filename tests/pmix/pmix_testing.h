@@ -44,6 +44,14 @@ struct PmixJobResult {
   // Processes running `program` still alive 20 s after the launcher
   // exited ("pid cmdline"); killed before return.
   std::vector<std::string> survivors;
+  // The ranks that were still running when the launcher returned ("rank
+  // R pid P"), by the pids they printed ("rank R: job=... pid=P", as
+  // exit_client does): checked as soon as the launcher has been waited
+  // for. A process already in its exit (the kernel's PF_EXITING) or with
+  // SIGKILL pending runs no more code of its own and does not count; a
+  // process gone by the time it is read does not either (its pid, if
+  // reused, no longer runs `program`).
+  std::vector<std::string> alive_at_return;
   std::string command;
 };
 
