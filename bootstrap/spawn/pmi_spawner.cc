@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/host_id.h"
 #include "base/stderr_line.h"
 #include "bootstrap/pmix_bootstrap_pids.h"
 #include "bootstrap/spawn/job_secret.h"
@@ -102,7 +103,11 @@ std::vector<RankRecord> WaitForRanks(const std::vector<RankRecord>& records,
 // process is hit).
 void EndStragglers(const std::string& tool, const std::string& dir,
                    std::vector<pid_t>* pids) {
-  const std::vector<RankRecord> records = ReadRankRecords(dir);
+  // Only this host's (a directory on a shared file system may hold other
+  // hosts' records too).
+  std::vector<RankRecord> records = ReadRankRecords(dir);
+  std::erase_if(records,
+                [](const RankRecord& r) { return r.host_id != HostId(); });
   for (const RankRecord& r : records) pids->push_back(r.pid);
   std::vector<RankRecord> live = WaitForRanks(records, kStragglerGrace);
   if (live.empty()) return;
