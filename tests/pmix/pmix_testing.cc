@@ -300,6 +300,18 @@ PmixJobResult RunPmixJob(const PmixJobSpec& spec) {
   return result;
 }
 
+std::vector<std::string> RanksRunning(const std::vector<pid_t>& pids,
+                                      const std::string& program) {
+  std::vector<std::string> running;
+  for (pid_t pid : pids) {
+    if (RunningItsOwnCode(pid) &&
+        Cmdline(pid).find(program) != std::string::npos) {
+      running.push_back(absl::StrCat("pid ", pid));
+    }
+  }
+  return running;
+}
+
 std::vector<std::string> MpirunLauncher(int n) {
   const std::string mpirun = FindProgram("mpirun");
   if (mpirun.empty()) return {};

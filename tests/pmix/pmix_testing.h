@@ -59,6 +59,11 @@ struct PmixJobResult {
 // killed (and the job fails).
 PmixJobResult RunPmixJob(const PmixJobSpec& spec);
 
+// Of `pids`, those still running `program` and code of their own (as
+// PmixJobResult::alive_at_return judges), as "pid P".
+std::vector<std::string> RanksRunning(const std::vector<pid_t>& pids,
+                                      const std::string& program);
+
 // "mpirun --allow-run-as-root --oversubscribe -n <n>" (Open MPI 4.1: root
 // is allowed, and more ranks than CPUs), or empty when mpirun is missing.
 std::vector<std::string> MpirunLauncher(int n);
