@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -256,13 +257,40 @@ TEST(PmixBootstrapTest, AbortEndsTheJob) {
 // right code, and nothing of it is left.
 class PmixExitJobTest : public ::testing::TestWithParam<ExitCase> {};
 
+// The survivors of a killed rank did not wait for it: the launcher's
+// SIGTERM (from their parent) was its decision with "a rank was lost", so
+// each exited at once as a member of the exit, sending nothing, with 128 +
+// SIGTERM (GEX_EXIT_REPORT's line); none led an exit or asked for an
+// election (before, one led and waited for the dead rank's reply until
+// mpirun's SIGKILL). srun waits for every rank, so each survivor's line
+// arrives; mpirun SIGKILLs the ranks left as soon as one has exited and
+// stops forwarding output, so there only one line is sure to.
+void ExpectSurvivorsTookTheLaunchersDecision(const PmixJobResult& r) {
+  int reports = 0;
+  for (absl::string_view line : absl::StrSplit(r.err, '\n')) {
+    if (!absl::StartsWith(line, "*** EXIT (proc ")) continue;
+    ++reports;
+    EXPECT_THAT(std::string(line),
+                HasSubstr("code=143 outcome=member sent: reduce=0 elect=0 "))
+        << Describe(r);
+  }
+  if (g_cluster != nullptr) {
+    EXPECT_EQ(reports, kExitRanks - 1) << Describe(r);
+  } else {
+    EXPECT_GE(reports, 1) << Describe(r);
+  }
+}
+
 TEST_P(PmixExitJobTest, EndsAsItShouldAndLeavesNothing) {
   SKIP_WITHOUT_LAUNCHER();
   const ExitCase& c = GetParam();
   const std::string job_id = NewTestJobId();
-  PmixJobResult r = RunClient("exit_client", kExitRanks,
-                              {c.mode, absl::StrCat(c.code)}, {job_id});
+  std::vector<std::string> env = {job_id};
+  if (c.mode == "sigkill") env.push_back("GEX_EXIT_REPORT=1");
+  PmixJobResult r =
+      RunClient("exit_client", kExitRanks, {c.mode, absl::StrCat(c.code)}, env);
   ExpectExitOutcome(r, c, job_id);
+  if (c.mode == "sigkill") ExpectSurvivorsTookTheLaunchersDecision(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, PmixExitJobTest,
@@ -365,11 +393,13 @@ std::string JobIdOf(const PmixJobResult& r) {
 // of the job is left.
 TEST(PmixSpawnerTest, ARankKilledEndsTheJobBeforeGasnetrunReturns) {
   SKIP_WITHOUT_LAUNCHER();
-  PmixJobResult r =
-      RunPmixJob(SpawnerJob(kExitRanks, "exit_client", {"sigkill", "9"}));
+  PmixJobSpec spec = SpawnerJob(kExitRanks, "exit_client", {"sigkill", "9"});
+  spec.env.push_back("GEX_EXIT_REPORT=1");
+  PmixJobResult r = RunPmixJob(spec);
   const std::string job_id = JobIdOf(r);
   ASSERT_FALSE(job_id.empty()) << Describe(r);
   ExpectExitOutcome(r, ExitCase{"sigkill", 9, false, 128 + 9}, job_id);
+  ExpectSurvivorsTookTheLaunchersDecision(r);
 }
 
 // The launcher itself killed (SIGKILL) while its ranks run on: under
