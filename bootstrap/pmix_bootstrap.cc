@@ -1,6 +1,8 @@
 #include "bootstrap/pmix_bootstrap.h"
 
 #include <pmix.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,8 @@
 #include "base/string_view.h"
 #include "bootstrap/bootstrap_timeout.h"
 #include "bootstrap/current_call.h"
+#include "bootstrap/exit_signal.h"
+#include "bootstrap/pmix_bootstrap_pids.h"
 
 namespace gexrt {
 
@@ -81,6 +85,59 @@ bool AbortThroughServer() {
 void AbortJobOnFatal() {
   if (PmixBootstrap* b = g_instance.exchange(nullptr)) b->AbortFromFatal();
   std::abort();
+}
+
+// The end signals a PMIx launcher sends to end a job (a rank died, or the
+// user interrupted the launcher). Each is wrapped only where its
+// disposition was still the default when the bootstrap started, so the
+// handler in place at ExitReady is exit/'s, not a client's.
+constexpr int kLauncherEndSignals[] = {SIGTERM, SIGINT, SIGHUP};
+struct sigaction g_exit_actions[3];
+bool g_default_at_start[3] = {};
+volatile pid_t g_launcher_parent = 0;
+volatile Rank g_my_rank = 0;
+// Set once the launcher's daemon has asked this rank to end (OnEndSignal).
+std::atomic<bool> g_launcher_ending{false};
+
+int EndSignalIndex(int sig) {
+  for (int i = 0; i < 3; ++i) {
+    if (kLauncherEndSignals[i] == sig) return i;
+  }
+  return -1;
+}
+
+// An end signal from this rank's parent (mpirun or its orted, slurmstepd:
+// the launcher's daemon that forked it) means the launcher is ending the
+// whole job, usually because a rank died: mpirun sends SIGTERM 1 s after
+// a rank's death and SIGKILL 1 s later, then exits without waiting for
+// its ranks to die. A graceful exit that waits for the dead rank (the
+// reduce window, the leader's replies: up to GASNET_EXITTIMEOUT) would
+// still be running then. So the signal becomes the launcher's decision
+// with "a rank was lost" (exit_signal.h, queued to this process; exit/
+// skips the reduce and the election and exits with 128 + signal at
+// once), as gasnetrun's own launcher hands it. Any other sender (a user
+// signalling one rank) gets exit/'s handler as before.
+void OnEndSignal(int sig, siginfo_t* info, void* context) {
+  const int i = EndSignalIndex(sig);
+  if (i < 0) return;
+  if (info != nullptr && info->si_code == SI_USER && g_launcher_parent > 1 &&
+      info->si_pid == g_launcher_parent) {
+    ExitSignalValue v;
+    v.initiator = g_my_rank;
+    v.code = 128 + sig;
+    v.peer_lost = true;
+    g_launcher_ending.store(true);
+    if (SendExitSignal(getpid(), v)) return;
+  }
+  const struct sigaction& old = g_exit_actions[i];
+  if ((old.sa_flags & SA_SIGINFO) != 0) {
+    old.sa_sigaction(sig, info, context);
+  } else if (old.sa_handler == SIG_DFL) {
+    signal(sig, SIG_DFL);
+    raise(sig);  // Delivered, and fatal, once this handler returns.
+  } else if (old.sa_handler != SIG_IGN) {
+    old.sa_handler(sig);
+  }
 }
 
 // The collectives' kinds, carried in every contribution's header.
@@ -266,6 +323,35 @@ absl::StatusOr<std::unique_ptr<PmixBootstrap>> PmixBootstrap::Create() {
   b->nspace_ = me.nspace;
   b->rank_ = me.rank;
   SetJobRank(static_cast<int>(b->rank_));
+  g_my_rank = b->rank_;
+  // The launcher's daemon that forked this rank (mpirun, orted,
+  // slurmstepd): the rank dies with it, so a launcher killed outright
+  // leaves no rank behind (they would otherwise spin, or wait in a fence
+  // for GASNET_BOOTSTRAP_TIMEOUT). Checked again after the prctl: a
+  // parent that is already gone did not trigger it.
+  const pid_t parent = getppid();
+  if (parent > 1) {
+    g_launcher_parent = parent;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) {
+      FatalErrorF(
+          "bootstrap: the process that started this rank (pid %d, %s) "
+          "ended during start-up",
+          parent, b->launcher_);
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction now;
+    g_default_at_start[i] =
+        sigaction(kLauncherEndSignals[i], nullptr, &now) == 0 &&
+        (now.sa_flags & SA_SIGINFO) == 0 && now.sa_handler == SIG_DFL;
+  }
+  // For gasnetrun -spawner=pmi: it waits for (or ends) every rank of its
+  // host before it returns, by these records (pmix_bootstrap_pids.h).
+  if (const char* dir = std::getenv(kPmiRankDirVar);
+      dir != nullptr && *dir != '\0') {
+    (void)WriteOwnRankRecord(dir, b->rank_);
+  }
 
   pmix_proc_t job;
   PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
@@ -587,6 +673,26 @@ void PmixBootstrap::Broadcast(const void* src, size_t len, void* dst,
   if (len > 0) std::memcpy(dst, data.data(), len);
 }
 
+void PmixBootstrap::ExitReady() {
+  for (int i = 0; i < 3; ++i) {
+    if (!g_default_at_start[i]) continue;
+    struct sigaction now;
+    if (sigaction(kLauncherEndSignals[i], nullptr, &now) != 0) continue;
+    // Nobody handles it (exit/ did not install its handlers): the default
+    // already ends the rank at once.
+    if ((now.sa_flags & SA_SIGINFO) == 0 && now.sa_handler == SIG_DFL) {
+      continue;
+    }
+    g_exit_actions[i] = now;
+    struct sigaction wrap;
+    std::memset(&wrap, 0, sizeof wrap);
+    wrap.sa_sigaction = &OnEndSignal;
+    wrap.sa_flags = SA_SIGINFO | SA_RESTART;
+    wrap.sa_mask = now.sa_mask;
+    sigaction(kLauncherEndSignals[i], &wrap, nullptr);
+  }
+}
+
 std::optional<uint64_t> PmixBootstrap::LauncherNodeId() const {
   if (node_.has_node_id) return node_.node_id;
   // Without PMIX_NODEID the node's name tells nodes apart, hashed as host
@@ -610,6 +716,11 @@ void PmixBootstrap::Fini() {
   finalized_ = true;
   PmixBootstrap* self = this;
   g_instance.compare_exchange_strong(self, nullptr);
+  // The launcher is ending the job (OnEndSignal): its server may not
+  // answer any more (mpirun's sleeps between its SIGTERM and SIGKILL with
+  // its event loop stopped, so PMIx_Finalize waited for the SIGKILL), and
+  // the job has failed anyway, which a missing finalize tells it.
+  if (g_launcher_ending.load()) return;
   // Not collective (no PMIX_EMBED_BARRIER). No watchdog thread here: the
   // exit path that calls Fini runs under exit/'s exit alarm
   // (GASNET_EXITTIMEOUT), which bounds this wait, and may run in a context

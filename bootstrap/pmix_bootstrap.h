@@ -38,6 +38,20 @@
 // exits without a coordinated exit skips PMIx_Finalize, which PMIx servers
 // take as a failure: the job ends nonzero, as it should.
 //
+// A rank's death: neither mpirun (Open MPI 4.1) nor srun tells the others
+// through a PMIx event; their daemon (the ranks' parent: mpirun, orted,
+// slurmstepd) sends SIGCONT and SIGTERM, mpirun SIGKILL a second later.
+// Once exit/'s handlers are in place (ExitReady), SIGTERM, SIGINT and
+// SIGHUP from the parent become the launcher's decision with "a rank was
+// lost" (bootstrap/exit_signal.h): the rank exits with 128 + signal at
+// once, skipping the exit protocol's waits for the dead rank and
+// PMIx_Finalize (mpirun's server does not answer while it waits to send
+// SIGKILL). The same signals from anyone else reach exit/'s handler
+// unchanged; a client's own handler (installed before the bootstrap
+// started) is never wrapped. Each rank dies with its parent
+// (PR_SET_PDEATHSIG), and under gasnetrun -spawner=pmi records its pid
+// for gasnetrun (pmix_bootstrap_pids.h).
+//
 // The node map (bootstrap/node_map.h, DiscoverNodeMap) follows PMIx's
 // nodes: PMIX_NODEID (else PMIX_HOSTNAME) names this rank's node, and
 // ranks of one node form one host of the map. It is cross-checked against
@@ -96,6 +110,10 @@ class PmixBootstrap final : public Bootstrap, public LauncherNodeSource {
   void Alltoall(const void* src, size_t len, void* dst) override;
   void Broadcast(const void* src, size_t len, void* dst, Rank root) override;
   [[noreturn]] void Abort(int exit_code, std::string_view reason) override;
+  // exit/'s handlers are in place: SIGTERM, SIGINT and SIGHUP from this
+  // rank's parent (the launcher's daemon) become the launcher's decision
+  // with "a rank was lost" (see the header comment).
+  void ExitReady() override;
   void Fini() override;
 
   const PmixNodeInfo& node_info() const { return node_; }

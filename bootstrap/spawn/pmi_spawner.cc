@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +15,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/host_id.h"
 #include "base/stderr_line.h"
+#include "bootstrap/pmix_bootstrap_pids.h"
 #include "bootstrap/spawn/job_secret.h"
 #include "bootstrap/spawn/pmi_command.h"
 #include "bootstrap/spawn/shell_words.h"
@@ -49,7 +54,7 @@ std::vector<std::string> PropagatedNames(const LaunchOptions& options) {
     const std::string entry = *e;
     const std::string name = entry.substr(0, entry.find('='));
     if (absl::StartsWith(name, "GASNET_") || name == "GEX_JOB_ID" ||
-        name == "PMIX_MCA_gds") {
+        name == kPmiRankDirVar || name == "PMIX_MCA_gds") {
       names.push_back(name);
     }
   }
@@ -61,6 +66,78 @@ std::vector<std::string> PropagatedNames(const LaunchOptions& options) {
   }
   return unique;
 }
+
+// How long ranks may outlive the launcher before gasnetrun ends them, and
+// how long a killed rank may take to go.
+constexpr absl::Duration kStragglerGrace = absl::Seconds(1);
+constexpr absl::Duration kKillLimit = absl::Seconds(10);
+constexpr absl::Duration kPoll = absl::Milliseconds(10);
+
+std::vector<RankRecord> LiveRanks(const std::vector<RankRecord>& records) {
+  std::vector<RankRecord> live;
+  for (const RankRecord& r : records) {
+    if (RankRecordAlive(r)) live.push_back(r);
+  }
+  return live;
+}
+
+// Waits until `records` are gone or `limit` passes (a bounded poll: the
+// ranks are not our children, so there is nothing to wait on); returns
+// those still running.
+std::vector<RankRecord> WaitForRanks(const std::vector<RankRecord>& records,
+                                     absl::Duration limit) {
+  const absl::Time deadline = absl::Now() + limit;
+  std::vector<RankRecord> live = LiveRanks(records);
+  while (!live.empty() && absl::Now() < deadline) {
+    absl::SleepFor(kPoll);
+    live = LiveRanks(live);
+  }
+  return live;
+}
+
+// The launcher has returned: the job is over, but the ranks of this host
+// may not be (Open MPI 4.1's mpirun SIGKILLs its ranks and exits without
+// waiting for them to die; a rank may ignore the launcher's SIGTERM). So
+// gasnetrun returns only once none is left: a short grace, then SIGKILL
+// (a rank's pid and start time, from its record, make sure no other
+// process is hit).
+void EndStragglers(const std::string& tool, const std::string& dir,
+                   std::vector<pid_t>* pids) {
+  // Only this host's (a directory on a shared file system may hold other
+  // hosts' records too).
+  std::vector<RankRecord> records = ReadRankRecords(dir);
+  std::erase_if(records,
+                [](const RankRecord& r) { return r.host_id != HostId(); });
+  for (const RankRecord& r : records) pids->push_back(r.pid);
+  std::vector<RankRecord> live = WaitForRanks(records, kStragglerGrace);
+  if (live.empty()) return;
+  std::string named;
+  for (const RankRecord& r : live) {
+    absl::StrAppend(&named, named.empty() ? "" : ", ", r.rank, " (pid ", r.pid,
+                    ")");
+    // Checked again just before the signal: the pid is still that rank.
+    if (RankRecordAlive(r)) kill(r.pid, SIGKILL);
+  }
+  live = WaitForRanks(live, kKillLimit);
+  Print(tool,
+        absl::StrFormat("-spawner=pmi: the launcher returned while "
+                        "rank(s) %s still ran; killed them%s",
+                        named, live.empty() ? "" : " (some did not end)"));
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  remove(path);
+  return 0;
+}
+
+// Removes a directory and its files when the job's scope ends, on every
+// path out of RunPmiJob.
+struct RemovedAtReturn {
+  const std::string& dir;
+  ~RemovedAtReturn() {
+    nftw(dir.c_str(), &RemoveEntry, 4, FTW_DEPTH | FTW_PHYS);
+  }
+};
 
 }  // namespace
 
@@ -85,6 +162,18 @@ int RunPmiJob(const std::string& tool, const LaunchOptions& options,
     return kStartError;
   }
   setenv("GEX_JOB_ID", job_id->c_str(), 1);
+  // Where the ranks of this host leave their records (EndStragglers).
+  const char* tmp = std::getenv("TMPDIR");
+  std::string rank_dir = absl::StrCat(
+      tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/gex-ranks.XXXXXX");
+  if (mkdtemp(rank_dir.data()) == nullptr) {
+    Print(tool, absl::StrCat("-spawner=pmi: cannot create a directory for "
+                             "the ranks' records (",
+                             rank_dir, "): ", std::strerror(errno)));
+    return kStartError;
+  }
+  setenv(kPmiRankDirVar, rank_dir.c_str(), 1);
+  const RemovedAtReturn remove_rank_dir{rank_dir};
   // Open MPI's default PMIx data store prints a harmless error here.
   setenv("PMIX_MCA_gds", "hash", 0);
 
@@ -153,7 +242,9 @@ int RunPmiJob(const std::string& tool, const LaunchOptions& options,
                                 kPmiLauncherVar));
     return kStartError;
   }
-  if (cleanup != nullptr) (void)cleanup(*job_id, {});
+  std::vector<pid_t> rank_pids;
+  EndStragglers(tool, rank_dir, &rank_pids);
+  if (cleanup != nullptr) (void)cleanup(*job_id, rank_pids);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
 }

@@ -4,9 +4,11 @@
 // whose PMIx server the ranks' PmixBootstrap (bootstrap/pmix_bootstrap.h)
 // talks to. gasnetrun stays in between: it gives the job a GEX_JOB_ID (so
 // shared-memory objects carry a known prefix), forwards SIGINT, SIGTERM
-// and SIGHUP to the launcher, and once the launcher has exited removes
-// what killed ranks left on this host (the conduit's JobCleanup). Ranks on
-// other hosts are the external launcher's to clean up.
+// and SIGHUP to the launcher, and once the launcher has exited waits for
+// (after 1 s, kills) the ranks of this host still running, by the records
+// they left under GEX_PMI_RANK_DIR (bootstrap/pmix_bootstrap_pids.h), then
+// removes what killed ranks left on this host (the conduit's JobCleanup).
+// Ranks on other hosts are the external launcher's to end and clean up.
 #ifndef GEX_BOOTSTRAP_SPAWN_PMI_SPAWNER_H_
 #define GEX_BOOTSTRAP_SPAWN_PMI_SPAWNER_H_
 

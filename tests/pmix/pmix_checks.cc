@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/job_runner.h"
@@ -13,8 +14,11 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::string Describe(const PmixJobResult& r) {
-  return absl::StrFormat("command: %s\nexit code: %d\nstdout:\n%s\nstderr:\n%s",
-                         r.command, r.exit_code, r.out, r.err);
+  return absl::StrFormat(
+      "command: %s\nexit code: %d\nranks running at the launcher's return: "
+      "%s\nstdout:\n%s\nstderr:\n%s",
+      r.command, r.exit_code, absl::StrJoin(r.alive_at_return, "; "), r.out,
+      r.err);
 }
 
 std::vector<std::string> ShmLeft(const std::string& job_id_env) {
@@ -30,7 +34,7 @@ std::vector<ExitCase> ExitCases() {
           {"collective", 0, true},
           {"spin", 3, true},
           {"exit-one", 3, false},
-          {"sigkill", 9, false}};
+          {"sigkill", 9, false, 128 + 9}};
 }
 
 std::string ExitCaseName(const ExitCase& c) {
@@ -47,6 +51,8 @@ void ExpectExitOutcome(const PmixJobResult& r, const ExitCase& c,
                        const std::string& job_id_env) {
   if (c.exact) {
     EXPECT_EQ(r.exit_code, c.code) << Describe(r);
+  } else if (c.launcher_code >= 0) {
+    EXPECT_EQ(r.exit_code, c.launcher_code) << Describe(r);
   } else {
     EXPECT_NE(r.exit_code, 0) << Describe(r);
   }
@@ -61,6 +67,7 @@ void ExpectExitOutcome(const PmixJobResult& r, const ExitCase& c,
           << Describe(r);
     }
   }
+  EXPECT_THAT(r.alive_at_return, IsEmpty()) << Describe(r);
   EXPECT_THAT(r.survivors, IsEmpty()) << Describe(r);
   EXPECT_THAT(ShmLeft(job_id_env), IsEmpty()) << Describe(r);
 }

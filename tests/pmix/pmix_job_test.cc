@@ -3,11 +3,17 @@
 // (Open MPI's mpirun) or srun (a one-node Slurm cluster this test starts
 // and stops). Each job is judged from the outside: exit code, every rank's
 // success line, no process of the job left, no shared memory left.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -96,6 +102,7 @@ void ExpectCleanSuccess(const PmixJobResult& r, int n, const std::string& mode,
     EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("rank %d: %s ok", rank, mode)))
         << Describe(r);
   }
+  EXPECT_THAT(r.alive_at_return, ::testing::IsEmpty()) << Describe(r);
   EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
   EXPECT_THAT(ShmLeft(job_id), ::testing::IsEmpty()) << Describe(r);
 }
@@ -250,13 +257,40 @@ TEST(PmixBootstrapTest, AbortEndsTheJob) {
 // right code, and nothing of it is left.
 class PmixExitJobTest : public ::testing::TestWithParam<ExitCase> {};
 
+// The survivors of a killed rank did not wait for it: the launcher's
+// SIGTERM (from their parent) was its decision with "a rank was lost", so
+// each exited at once as a member of the exit, sending nothing, with 128 +
+// SIGTERM (GEX_EXIT_REPORT's line); none led an exit or asked for an
+// election (before, one led and waited for the dead rank's reply until
+// mpirun's SIGKILL). srun waits for every rank, so each survivor's line
+// arrives; mpirun SIGKILLs the ranks left as soon as one has exited and
+// stops forwarding output, so there only one line is sure to.
+void ExpectSurvivorsTookTheLaunchersDecision(const PmixJobResult& r) {
+  int reports = 0;
+  for (absl::string_view line : absl::StrSplit(r.err, '\n')) {
+    if (!absl::StartsWith(line, "*** EXIT (proc ")) continue;
+    ++reports;
+    EXPECT_THAT(std::string(line),
+                HasSubstr("code=143 outcome=member sent: reduce=0 elect=0 "))
+        << Describe(r);
+  }
+  if (g_cluster != nullptr) {
+    EXPECT_EQ(reports, kExitRanks - 1) << Describe(r);
+  } else {
+    EXPECT_GE(reports, 1) << Describe(r);
+  }
+}
+
 TEST_P(PmixExitJobTest, EndsAsItShouldAndLeavesNothing) {
   SKIP_WITHOUT_LAUNCHER();
   const ExitCase& c = GetParam();
   const std::string job_id = NewTestJobId();
-  PmixJobResult r = RunClient("exit_client", kExitRanks,
-                              {c.mode, absl::StrCat(c.code)}, {job_id});
+  std::vector<std::string> env = {job_id};
+  if (c.mode == "sigkill") env.push_back("GEX_EXIT_REPORT=1");
+  PmixJobResult r =
+      RunClient("exit_client", kExitRanks, {c.mode, absl::StrCat(c.code)}, env);
   ExpectExitOutcome(r, c, job_id);
+  if (c.mode == "sigkill") ExpectSurvivorsTookTheLaunchersDecision(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, PmixExitJobTest,
@@ -341,6 +375,94 @@ TEST(PmixSpawnerTest, BootstrapTimeoutNamesTheFence) {
   ASSERT_NE(at, std::string::npos) << Describe(r);
   const std::string id =
       r.err.substr(at + 17, r.err.find(':', at + 17) - (at + 17));
+  EXPECT_THAT(ShmLeft("GEX_JOB_ID=" + id), ::testing::IsEmpty()) << Describe(r);
+}
+
+// The job id gasnetrun gave the job, from exit_client's "job=" line.
+std::string JobIdOf(const PmixJobResult& r) {
+  const size_t at = r.out.find(": job=");
+  if (at == std::string::npos) return "";
+  const size_t from = at + 6;
+  const std::string id = r.out.substr(from, r.out.find(' ', from) - from);
+  return id.empty() ? "" : absl::StrCat("GEX_JOB_ID=", id);
+}
+
+// A rank SIGKILLed under gasnetrun -spawner=pmi: the others learn it from
+// the launcher and end, gasnetrun returns 137 (the killed rank's 128 + 9,
+// as mpirun and srun report it), and when it does no rank runs; nothing
+// of the job is left.
+TEST(PmixSpawnerTest, ARankKilledEndsTheJobBeforeGasnetrunReturns) {
+  SKIP_WITHOUT_LAUNCHER();
+  PmixJobSpec spec = SpawnerJob(kExitRanks, "exit_client", {"sigkill", "9"});
+  spec.env.push_back("GEX_EXIT_REPORT=1");
+  PmixJobResult r = RunPmixJob(spec);
+  const std::string job_id = JobIdOf(r);
+  ASSERT_FALSE(job_id.empty()) << Describe(r);
+  ExpectExitOutcome(r, ExitCase{"sigkill", 9, false, 128 + 9}, job_id);
+  ExpectSurvivorsTookTheLaunchersDecision(r);
+}
+
+// The launcher itself killed (SIGKILL) while its ranks run on: under
+// mpirun they die with it (PR_SET_PDEATHSIG); under srun slurmstepd keeps
+// them, and gasnetrun ends them by the pids they recorded. Either way
+// gasnetrun returns the launcher's 137 only once none of them runs. A
+// wrapper script stands in for the launcher: it starts the real one, and
+// once rank 0 says every rank spins (EXIT_TEST_READY_FILE) it writes down
+// the pids of the processes running the program and kills the launcher
+// (whose death may lose output still in transit, so the ranks' own lines
+// are not relied on).
+TEST(PmixSpawnerTest, ALauncherKilledLeavesNoRankRunning) {
+  SKIP_WITHOUT_LAUNCHER();
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string ready = absl::StrCat(dir, "/ready.", getpid());
+  const std::string pids_file = ready + ".pids";
+  const std::string wrapper = absl::StrCat(dir, "/kill_launcher.sh");
+  {
+    // Bounded: 30 s for the job to start, else the launcher goes anyway.
+    std::ofstream f(wrapper);
+    f << "#!/bin/sh\nready=$1; prog=$(readlink -f \"$2\"); shift 2\n"
+         "\"$@\" & launcher=$!\n"
+         "n=0; while [ ! -e \"$ready\" ] && [ $n -lt 600 ]; do\n"
+         "  sleep 0.05; n=$((n+1)); done\n"
+         "for p in /proc/[0-9]*; do\n"
+         "  [ \"$(readlink $p/exe 2>/dev/null)\" = \"$prog\" ] && "
+         "echo ${p#/proc/}\n"
+         "done > \"$ready.pids\"\n"
+         "kill -9 $launcher; wait $launcher; exit $?\n";
+  }
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  const std::string launcher =
+      g_cluster != nullptr
+          ? absl::StrCat(FindProgram("srun"), " --mpi=pmix -K1 -O -n %n %P")
+          : absl::StrCat(FindProgram("mpirun"),
+                         " --allow-run-as-root --oversubscribe -n %n %P");
+  PmixJobSpec spec =
+      SpawnerJob(kExitRanks, "exit_client", {"launcher-signal", "3"});
+  spec.launcher.push_back("-v");
+  spec.env.push_back(absl::StrCat("GASNET_PMI_LAUNCHER=", wrapper, " ", ready,
+                                  " ", spec.program, " ", launcher));
+  spec.env.push_back("EXIT_TEST_READY_FILE=" + ready);
+  spec.env.push_back("PMIX_MCA_gds=hash");
+  PmixJobResult r = RunPmixJob(spec);
+  std::vector<pid_t> pids;
+  {
+    std::ifstream f(pids_file);
+    for (pid_t pid; f >> pid;) pids.push_back(pid);
+  }
+  // Checked at once: RunPmixJob has just waited for gasnetrun.
+  const std::vector<std::string> running = RanksRunning(pids, spec.program);
+  std::remove(ready.c_str());
+  std::remove(pids_file.c_str());
+  EXPECT_EQ(r.exit_code, 128 + 9) << Describe(r);
+  EXPECT_EQ(pids.size(), static_cast<size_t>(kExitRanks)) << Describe(r);
+  EXPECT_THAT(running, ::testing::IsEmpty()) << Describe(r);
+  EXPECT_THAT(r.survivors, ::testing::IsEmpty()) << Describe(r);
+  const size_t at = r.err.find("pmi spawner: job ");
+  ASSERT_NE(at, std::string::npos) << Describe(r);
+  const std::string id =
+      r.err.substr(at + 17, r.err.find(':', at + 17) - (at + 17));
+  ASSERT_FALSE(id.empty()) << Describe(r);
   EXPECT_THAT(ShmLeft("GEX_JOB_ID=" + id), ::testing::IsEmpty()) << Describe(r);
 }
 

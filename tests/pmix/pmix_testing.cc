@@ -22,6 +22,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -94,6 +95,63 @@ bool Alive(pid_t pid) {
   if (close == std::string::npos || close + 2 >= stat.size()) return false;
   const char state = stat[close + 2];
   return state != 'Z' && state != 'X';
+}
+
+// Whether `pid` still runs code of its own: it exists, is not a zombie,
+// has not begun its exit in the kernel (PF_EXITING in stat's flags) and
+// has no SIGKILL pending (status's SigPnd/ShdPnd).
+bool RunningItsOwnCode(pid_t pid) {
+  if (!Alive(pid)) return false;
+  std::ifstream f(absl::StrFormat("/proc/%d/stat", pid));
+  std::string stat;
+  if (!std::getline(f, stat)) return false;
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return false;
+  // After ')': state (field 3), ppid, pgrp, session, tty, tpgid, flags (9).
+  std::vector<std::string> fields =
+      absl::StrSplit(stat.substr(close + 2), ' ', absl::SkipEmpty());
+  constexpr uint64_t kPfExiting = 0x4;
+  uint64_t flags = 0;
+  if (fields.size() > 6 && absl::SimpleAtoi(fields[6], &flags) &&
+      (flags & kPfExiting) != 0) {
+    return false;
+  }
+  std::ifstream status(absl::StrFormat("/proc/%d/status", pid));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (!absl::StartsWith(line, "SigPnd:") &&
+        !absl::StartsWith(line, "ShdPnd:")) {
+      continue;
+    }
+    uint64_t pending = 0;
+    if (absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line.substr(7)),
+                            &pending) &&
+        (pending & (uint64_t{1} << (SIGKILL - 1))) != 0) {
+      return false;
+    }
+  }
+  return Alive(pid);
+}
+
+// The ranks of `out` ("rank R: job=... pid=P") still running `program`.
+std::vector<std::string> RanksStillRunning(const std::string& out,
+                                           const std::string& program) {
+  std::vector<std::string> running;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    const size_t job = line.find(": job=");
+    const size_t at = line.rfind(" pid=");
+    if (!absl::StartsWith(line, "rank ") || job == absl::string_view::npos ||
+        at == absl::string_view::npos) {
+      continue;
+    }
+    int pid = 0;
+    if (!absl::SimpleAtoi(line.substr(at + 5), &pid) || pid <= 0) continue;
+    if (RunningItsOwnCode(pid) &&
+        Cmdline(pid).find(program) != std::string::npos) {
+      running.push_back(absl::StrCat(line.substr(0, job), " pid ", pid));
+    }
+  }
+  return running;
 }
 
 // Live processes (not this one) whose command line contains `needle`.
@@ -235,10 +293,23 @@ PmixJobResult RunPmixJob(const PmixJobSpec& spec) {
   close(err[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  result.alive_at_return = RanksStillRunning(result.out, spec.program);
   result.exit_code =
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.survivors = DrainProcesses(spec.program);
   return result;
+}
+
+std::vector<std::string> RanksRunning(const std::vector<pid_t>& pids,
+                                      const std::string& program) {
+  std::vector<std::string> running;
+  for (pid_t pid : pids) {
+    if (RunningItsOwnCode(pid) &&
+        Cmdline(pid).find(program) != std::string::npos) {
+      running.push_back(absl::StrCat("pid ", pid));
+    }
+  }
+  return running;
 }
 
 std::vector<std::string> MpirunLauncher(int n) {

@@ -44,12 +44,25 @@ struct PmixJobResult {
   // Processes running `program` still alive 20 s after the launcher
   // exited ("pid cmdline"); killed before return.
   std::vector<std::string> survivors;
+  // The ranks that were still running when the launcher returned ("rank
+  // R pid P"), by the pids they printed ("rank R: job=... pid=P", as
+  // exit_client does): checked as soon as the launcher has been waited
+  // for. A process already in its exit (the kernel's PF_EXITING) or with
+  // SIGKILL pending runs no more code of its own and does not count; a
+  // process gone by the time it is read does not either (its pid, if
+  // reused, no longer runs `program`).
+  std::vector<std::string> alive_at_return;
   std::string command;
 };
 
 // Runs the launcher with the program; a launcher that outlives `limit` is
 // killed (and the job fails).
 PmixJobResult RunPmixJob(const PmixJobSpec& spec);
+
+// Of `pids`, those still running `program` and code of their own (as
+// PmixJobResult::alive_at_return judges), as "pid P".
+std::vector<std::string> RanksRunning(const std::vector<pid_t>& pids,
+                                      const std::string& program);
 
 // "mpirun --allow-run-as-root --oversubscribe -n <n>" (Open MPI 4.1: root
 // is allowed, and more ranks than CPUs), or empty when mpirun is missing.
