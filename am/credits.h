@@ -99,6 +99,9 @@ class Credits {
   // For tests and statistics: credits held for `peer`, and banked for it.
   uint32_t Available(uint32_t peer) const;
   uint32_t Banked(uint32_t peer) const;
+  // Bytes this object holds (one cache line per rank), for a conduit's
+  // account of its per-peer memory.
+  size_t MemoryBytes() const { return sizeof(*this) + sizeof(Peer) * ranks_; }
 
  private:
   struct alignas(64) Peer {
