@@ -757,35 +757,62 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
               : from_file.empty()       ? 1
                                         : (from_file[r] ? 1 : 0);
   }
-  // What each peer wants of this rank: one byte to and from every rank,
-  // so the exchange is O(N) per rank (not the whole N x N matrix).
-  std::vector<unsigned char> theirs(size_, 0);
-  bootstrap_->Alltoall(want.data(), 1, theirs.data());
-  // Then two job-wide facts, one byte per rank: whether any pair is
-  // connected at start-up (else the address exchange is skipped) and
-  // whether any is left to connect on demand (the UD QP). Every rank sees
-  // the same flags, so all agree on the collectives below.
-  enum : unsigned char { kSomeStatic = 1, kSomeDynamic = 2 };
-  unsigned char flags = 0;
+  // First one allgather of 8 bytes per rank: its QPs per peer
+  // (GASNET_NUM_QPS, or one per rail; a pair uses the smaller of its two
+  // counts) and whether it wants any pair connected at start-up and has
+  // any conduit peer at all. A job in which no rank wants a static pair
+  // (the large-job default) knows from this alone that every pair
+  // connects on demand.
+  struct Hello {
+    uint32_t qps;
+    uint32_t flags;
+  };
+  enum : uint32_t {
+    kWantsSome = 1,    // this rank wants some pair at start-up
+    kHasPeers = 2,     // this rank has a conduit peer
+    kSomeStatic = 4,   // some pair of this rank's connects at start-up
+    kSomeDynamic = 8,  // some pair of this rank's is left to connect later
+  };
+  Hello hello{std::min<uint32_t>(settings_.num_qps != 0
+                                     ? settings_.num_qps
+                                     : static_cast<uint32_t>(rails_.size()),
+                                 kMaxQpsPerPeer),
+              0};
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_ || map.SameSupernode(rank_, r)) continue;
-    flags |= (want[r] != 0 || theirs[r] != 0) ? kSomeStatic : kSomeDynamic;
+    hello.flags |= kHasPeers | (want[r] != 0 ? kWantsSome : 0);
   }
-  std::vector<unsigned char> all_flags(size_, 0);
-  bootstrap_->Allgather(&flags, 1, all_flags.data());
-  unsigned char job_flags = 0;
-  for (unsigned char f : all_flags) job_flags |= f;
-  const bool dynamic_needed = (job_flags & kSomeDynamic) != 0;
-  const bool static_needed = (job_flags & kSomeStatic) != 0;
-  // The QPs per peer: GASNET_NUM_QPS, or one per rail; a pair uses the
-  // smaller of its two counts.
-  const uint32_t mine = std::min<uint32_t>(
-      settings_.num_qps != 0 ? settings_.num_qps
-                             : static_cast<uint32_t>(rails_.size()),
-      kMaxQpsPerPeer);
+  std::vector<Hello> hellos(size_);
+  bootstrap_->Allgather(&hello, sizeof hello, hellos.data());
   qp_counts_.assign(size_, 0);
-  bootstrap_->Allgather(&mine, sizeof mine, qp_counts_.data());
+  uint32_t job_flags = 0;
+  for (Rank r = 0; r < size_; ++r) {
+    qp_counts_[r] = hellos[r].qps;
+    job_flags |= hellos[r].flags;
+  }
   const uint32_t most = *std::max_element(qp_counts_.begin(), qp_counts_.end());
+  // What each peer wants of this rank, where some rank wants anything:
+  // one byte to and from every rank, so the exchange is O(N) per rank (not
+  // the whole N x N matrix), then one byte from each saying which kinds of
+  // pair it has. Every rank sees the same flags, so all agree on the
+  // collectives below (the address exchange, the UD QP's).
+  std::vector<unsigned char> theirs(size_, 0);
+  bool static_needed = false;
+  bool dynamic_needed = (job_flags & kHasPeers) != 0;
+  if ((job_flags & kWantsSome) != 0) {
+    bootstrap_->Alltoall(want.data(), 1, theirs.data());
+    unsigned char kinds = 0;
+    for (Rank r = 0; r < size_; ++r) {
+      if (r == rank_ || map.SameSupernode(rank_, r)) continue;
+      kinds |= (want[r] != 0 || theirs[r] != 0) ? kSomeStatic : kSomeDynamic;
+    }
+    std::vector<unsigned char> all_kinds(size_, 0);
+    bootstrap_->Allgather(&kinds, 1, all_kinds.data());
+    unsigned char job_kinds = 0;
+    for (unsigned char k : all_kinds) job_kinds |= k;
+    static_needed = (job_kinds & kSomeStatic) != 0;
+    dynamic_needed = (job_kinds & kSomeDynamic) != 0;
+  }
 
   peers_.resize(size_);
   peer_of_ = std::make_unique<std::atomic<Peer*>[]>(size_);
