@@ -100,8 +100,9 @@ class Credits {
   // For tests and statistics: credits held for `peer`, and banked for it.
   uint32_t Available(uint32_t peer) const;
   uint32_t Banked(uint32_t peer) const;
-  // The bytes of per-peer state this object allocated (conduits' stats).
-  size_t StateBytes() const { return size_t{ranks_} * sizeof(Peer); }
+  // Bytes this object holds (one cache line per rank), for a conduit's
+  // account of its per-peer memory in its statistics line.
+  size_t MemoryBytes() const { return sizeof(*this) + sizeof(Peer) * ranks_; }
 
  private:
   struct alignas(64) Peer {

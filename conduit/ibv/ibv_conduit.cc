@@ -757,17 +757,62 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
               : from_file.empty()       ? 1
                                         : (from_file[r] ? 1 : 0);
   }
-  std::vector<unsigned char> wants(size_t{size_} * size_);
-  bootstrap_->Allgather(want.data(), size_, wants.data());
-  // The QPs per peer: GASNET_NUM_QPS, or one per rail; a pair uses the
-  // smaller of its two counts.
-  const uint32_t mine = std::min<uint32_t>(
-      settings_.num_qps != 0 ? settings_.num_qps
-                             : static_cast<uint32_t>(rails_.size()),
-      kMaxQpsPerPeer);
+  // First one allgather of 8 bytes per rank: its QPs per peer
+  // (GASNET_NUM_QPS, or one per rail; a pair uses the smaller of its two
+  // counts) and whether it wants any pair connected at start-up and has
+  // any conduit peer at all. A job in which no rank wants a static pair
+  // (the large-job default) knows from this alone that every pair
+  // connects on demand.
+  struct Hello {
+    uint32_t qps;
+    uint32_t flags;
+  };
+  enum : uint32_t {
+    kWantsSome = 1,    // this rank wants some pair at start-up
+    kHasPeers = 2,     // this rank has a conduit peer
+    kSomeStatic = 4,   // some pair of this rank's connects at start-up
+    kSomeDynamic = 8,  // some pair of this rank's is left to connect later
+  };
+  Hello hello{std::min<uint32_t>(settings_.num_qps != 0
+                                     ? settings_.num_qps
+                                     : static_cast<uint32_t>(rails_.size()),
+                                 kMaxQpsPerPeer),
+              0};
+  for (Rank r = 0; r < size_; ++r) {
+    if (r == rank_ || map.SameSupernode(rank_, r)) continue;
+    hello.flags |= kHasPeers | (want[r] != 0 ? kWantsSome : 0);
+  }
+  std::vector<Hello> hellos(size_);
+  bootstrap_->Allgather(&hello, sizeof hello, hellos.data());
   qp_counts_.assign(size_, 0);
-  bootstrap_->Allgather(&mine, sizeof mine, qp_counts_.data());
+  uint32_t job_flags = 0;
+  for (Rank r = 0; r < size_; ++r) {
+    qp_counts_[r] = hellos[r].qps;
+    job_flags |= hellos[r].flags;
+  }
   const uint32_t most = *std::max_element(qp_counts_.begin(), qp_counts_.end());
+  // What each peer wants of this rank, where some rank wants anything:
+  // one byte to and from every rank, so the exchange is O(N) per rank (not
+  // the whole N x N matrix), then one byte from each saying which kinds of
+  // pair it has. Every rank sees the same flags, so all agree on the
+  // collectives below (the address exchange, the UD QP's).
+  std::vector<unsigned char> theirs(size_, 0);
+  bool static_needed = false;
+  bool dynamic_needed = (job_flags & kHasPeers) != 0;
+  if ((job_flags & kWantsSome) != 0) {
+    bootstrap_->Alltoall(want.data(), 1, theirs.data());
+    unsigned char kinds = 0;
+    for (Rank r = 0; r < size_; ++r) {
+      if (r == rank_ || map.SameSupernode(rank_, r)) continue;
+      kinds |= (want[r] != 0 || theirs[r] != 0) ? kSomeStatic : kSomeDynamic;
+    }
+    std::vector<unsigned char> all_kinds(size_, 0);
+    bootstrap_->Allgather(&kinds, 1, all_kinds.data());
+    unsigned char job_kinds = 0;
+    for (unsigned char k : all_kinds) job_kinds |= k;
+    static_needed = (job_kinds & kSomeStatic) != 0;
+    dynamic_needed = (job_kinds & kSomeDynamic) != 0;
+  }
 
   peers_.resize(size_);
   peer_of_ = std::make_unique<std::atomic<Peer*>[]>(size_);
@@ -776,24 +821,11 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
     conduit_peer_[r] = r != rank_ && !map.SameSupernode(rank_, r);
   }
   random_.seed(static_cast<uint32_t>(getpid()) ^ (rank_ << 16));
-  std::vector<verbs::QpAddress> out(size_t{size_} * most);
-  // Whether any pair of the job is left to connect on demand (every rank
-  // sees the same matrix, so all agree on the UD exchange below).
-  bool dynamic_needed = false;
-  for (Rank a = 0; a < size_; ++a) {
-    for (Rank b = a + 1; b < size_; ++b) {
-      if (!map.SameSupernode(a, b) && wants[size_t{a} * size_ + b] == 0 &&
-          wants[size_t{b} * size_ + a] == 0) {
-        dynamic_needed = true;
-      }
-    }
-  }
+  std::vector<verbs::QpAddress> out;
+  if (static_needed) out.resize(size_t{size_} * most);
   for (Rank r = 0; r < size_; ++r) {
     if (r == rank_ || map.SameSupernode(rank_, r)) continue;
-    if (wants[size_t{rank_} * size_ + r] == 0 &&
-        wants[size_t{r} * size_ + rank_] == 0) {
-      continue;
-    }
+    if (want[r] == 0 && theirs[r] == 0) continue;
     absl::StatusOr<Peer*> peer = CreatePeer(r);
     if (!peer.ok()) return peer.status();
     for (uint32_t j = 0; j < (*peer)->qps.size(); ++j) {
@@ -809,8 +841,12 @@ absl::Status IbvConduit::ConnectPeers(const NodeMap& map) {
       }
     }
   }
-  std::vector<verbs::QpAddress> in(size_t{size_} * most);
-  bootstrap_->Alltoall(out.data(), most * sizeof(verbs::QpAddress), in.data());
+  std::vector<verbs::QpAddress> in;
+  if (static_needed) {
+    in.resize(size_t{size_} * most);
+    bootstrap_->Alltoall(out.data(), most * sizeof(verbs::QpAddress),
+                         in.data());
+  }
   for (Rank r : connected_) {
     Peer& peer = *peers_[r];
     if (absl::Status s = ConnectPeer(r, peer, &in[size_t{r} * most]); !s.ok()) {
@@ -960,8 +996,44 @@ IbvStats IbvConduit::stats() const {
   return s;
 }
 
-void IbvConduit::PrintStats() const {
+IbvMemory IbvConduit::Memory() {
+  std::lock_guard<MaybeMutex> lock(lock_);
+  IbvMemory m;
+  for (Rank r = 0; r < conduit_peer_.size(); ++r) m.peers += conduit_peer_[r];
+  m.connected_peers = connected_.size();
+  m.recv_buffers = settings_.rbuf_count;
+  m.send_buffers = settings_.bbuf_count;
+  auto bytes = [](const auto& v) {
+    return uint64_t{v.capacity()} * sizeof(v[0]);
+  };
+  m.fixed_bytes = rbufs_bytes_ + bbufs_bytes_ + bytes(spares_) +
+                  bytes(unposted_) + bytes(free_bbufs_) + bytes(free_ops_) +
+                  bytes(ops_) + ops_.size() * sizeof(Op) + bytes(deferred_) +
+                  bytes(rails_) + rails_.size() * sizeof(Rail) + sizeof(*this);
+  m.table_bytes = bytes(peers_) + uint64_t{size_} * sizeof(peer_of_[0]) +
+                  conduit_peer_.capacity() / 8 + bytes(qp_counts_) +
+                  bytes(segments_) + bytes(connected_) +
+                  (credits_ != nullptr ? credits_->MemoryBytes() : 0);
+  if (ud_ != nullptr) {
+    ++m.qps;
+    m.fixed_bytes += sizeof(Ud) + ud_->bytes + bytes(ud_->free_sends);
+    m.table_bytes += bytes(ud_->addresses) + bytes(ud_->handles);
+  }
+  for (Rank r : connected_) {
+    const Peer& peer = *peers_[r];
+    m.qps += peer.qps.size();
+    m.connection_bytes +=
+        sizeof(Peer) + bytes(peer.qps) + peer.qps.size() * sizeof(Qp);
+  }
+  // The QP-number index: a slot (key, pointer, control byte) per bucket.
+  m.connection_bytes +=
+      qp_by_num_.bucket_count() * (sizeof(std::pair<uint32_t, Qp*>) + 1);
+  return m;
+}
+
+void IbvConduit::PrintStats() {
   const IbvStats s = stats();
+  const IbvMemory m = Memory();
   std::printf(
       "ibv: rank %u: requests %llu replies %llu credit_messages %llu "
       "credit_waits %llu piggybacked_credits %llu inline %llu copy_outs %llu "
@@ -970,7 +1042,9 @@ void IbvConduit::PrintStats() const {
       "firehose_misses %llu firehose_evictions %llu rnr_naks %llu "
       "transport_retries %llu dynamic_connections %llu gathered %llu "
       "fenced_puts %llu send_cqes_client %llu send_cqes_thread %llu srq %d "
-      "rails %zu "
+      "rails %zu peers %llu connected_peers %llu qps %llu recv_buffers %llu "
+      "send_buffers %llu conduit_bytes %llu conduit_fixed_bytes %llu "
+      "conduit_table_bytes %llu conduit_connection_bytes %llu "
       "device %s\n",
       rank_, static_cast<unsigned long long>(s.requests_sent),
       static_cast<unsigned long long>(s.replies_sent),
@@ -993,7 +1067,16 @@ void IbvConduit::PrintStats() const {
       static_cast<unsigned long long>(s.fenced_puts),
       static_cast<unsigned long long>(s.send_completions_by_client),
       static_cast<unsigned long long>(s.send_completions_by_thread),
-      use_srq_ ? 1 : 0, rails_.size(), software_ ? "software" : "hca");
+      use_srq_ ? 1 : 0, rails_.size(), static_cast<unsigned long long>(m.peers),
+      static_cast<unsigned long long>(m.connected_peers),
+      static_cast<unsigned long long>(m.qps),
+      static_cast<unsigned long long>(m.recv_buffers),
+      static_cast<unsigned long long>(m.send_buffers),
+      static_cast<unsigned long long>(m.total()),
+      static_cast<unsigned long long>(m.fixed_bytes),
+      static_cast<unsigned long long>(m.table_bytes),
+      static_cast<unsigned long long>(m.connection_bytes),
+      software_ ? "software" : "hca");
   std::fflush(stdout);
 }
 

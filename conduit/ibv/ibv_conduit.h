@@ -104,6 +104,27 @@ struct IbvStats {
   uint64_t send_completions_by_thread = 0;
 };
 
+// What one rank of the conduit holds, by what it grows with (the
+// conduit's own allocations, counted by it; the verbs device's objects
+// -- QPs, CQs, the software device's memory -- are not in it).
+struct IbvMemory {
+  uint64_t peers = 0;            // ranks reached through the conduit
+  uint64_t connected_peers = 0;  // of those, the ones with QPs
+  uint64_t qps = 0;              // RC QPs, plus the UD QP if any
+  uint64_t recv_buffers = 0;     // AM receive buffers (GASNET_RBUF_COUNT)
+  uint64_t send_buffers = 0;     // AM send buffers (GASNET_BBUF_COUNT)
+  // Fixed: AM buffers, send slots, rails, the UD QP's buffers.
+  uint64_t fixed_bytes = 0;
+  // Per rank of the job, connected or not: the tables indexed by rank
+  // (peers, credits, segments, QP counts, UD addresses).
+  uint64_t table_bytes = 0;
+  // Per connected peer: its Peer and Qp records and their index.
+  uint64_t connection_bytes = 0;
+  uint64_t total() const {
+    return fixed_bytes + table_bytes + connection_bytes;
+  }
+};
+
 class IbvConduit final : public core::Conduit {
  public:
   IbvConduit();
@@ -130,6 +151,8 @@ class IbvConduit final : public core::Conduit {
   void Fini() override;
 
   IbvStats stats() const;
+  // Takes the lock: not from a handler run under it.
+  IbvMemory Memory();
 
   // The most QPs to one peer (GASNET_NUM_QPS is cut to it).
   static constexpr uint32_t kMaxQpsPerPeer = 8;
@@ -253,7 +276,7 @@ class IbvConduit final : public core::Conduit {
   void CheckInSegment(const char* call, Rank rank, const void* address,
                       size_t len) const;
 
-  void PrintStats() const;
+  void PrintStats();
   void StartThreads();
   void StartThreadsOnce() {
     if (ABSL_PREDICT_FALSE(!threads_started_.load(std::memory_order_acquire)) &&

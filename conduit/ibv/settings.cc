@@ -18,6 +18,9 @@ namespace gexrt::ibv {
 namespace {
 
 constexpr uint32_t kDefaultCreditsPerPeer = 12;
+// GASNET_IBV_LARGE_JOB's default: from 256 ranks a static mesh costs more
+// than it saves (README.md, "Job size").
+constexpr uint32_t kDefaultLargeJob = 256;
 constexpr int64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
 // Queue depths and buffer counts beyond this are typing mistakes, not
 // configurations: no HCA has queues that deep, and the buffers alone would
@@ -156,9 +159,21 @@ absl::Status ReadPorts(const SettingsContext& context, Settings& s) {
   return absl::OkStatus();
 }
 
+absl::Status ReadJobSize(const SettingsContext& context, Settings& s) {
+  GEX_ASSIGN_OR_RETURN(
+      s.large_job_ranks,
+      Int<uint32_t>("GASNET_IBV_LARGE_JOB", kDefaultLargeJob, 0, kMaxU32));
+  s.large_job = s.large_job_ranks != 0 && context.ranks >= s.large_job_ranks;
+  return absl::OkStatus();
+}
+
 absl::Status ReadConnections(const SettingsContext& context, Settings& s) {
-  GEX_ASSIGN_OR_RETURN(s.connect_static,
-                       env::TryGetBool("GASNET_CONNECT_STATIC", true));
+  // A large job connects on demand, unless a connect file says which pairs
+  // to connect at start-up (asking for it is asking for static ones).
+  const bool static_default = !s.large_job || IsSet("GASNET_CONNECTFILE_IN");
+  GEX_ASSIGN_OR_RETURN(
+      s.connect_static,
+      env::TryGetBool("GASNET_CONNECT_STATIC", static_default));
   GEX_ASSIGN_OR_RETURN(s.connect_dynamic,
                        env::TryGetBool("GASNET_CONNECT_DYNAMIC", true));
   GEX_ASSIGN_OR_RETURN(
@@ -256,7 +271,9 @@ absl::Status ReadActiveMessages(const SettingsContext& context, Settings& s) {
                        env::TryGetInt("GASNET_USE_SRQ", -1, -1, kMaxU32));
   const uint64_t needed = ReceiveBuffersNeeded(s.credits, context.remote_peers);
   if (s.use_srq == -1) {
-    s.srq = s.rbuf_count != 0 && s.rbuf_count < needed;
+    // A large job shares one receive queue among its peers, so that
+    // receive buffers do not grow with the peers connected.
+    s.srq = s.large_job || (s.rbuf_count != 0 && s.rbuf_count < needed);
   } else {
     s.srq = s.use_srq != 0 && int64_t{context.ranks} >= s.use_srq;
   }
@@ -407,6 +424,7 @@ absl::StatusOr<Settings> ReadSettings(const SettingsContext& context) {
   // bad setting is InvalidArgument here, whatever the getter said.
   auto read_all = [&]() -> absl::Status {
     GEX_RETURN_IF_ERROR(ReadPorts(context, s));
+    GEX_RETURN_IF_ERROR(ReadJobSize(context, s));
     GEX_RETURN_IF_ERROR(ReadConnections(context, s));
     // Before the AM settings: the receive thread counts among the pollers
     // the GASNET_RBUF_SPARES default is sized for.

@@ -58,6 +58,15 @@ struct Settings {
   // 0x8000 is dropped); 0 (unset): the key at table index 0.
   uint16_t pkey = 0;
 
+  // --- Job size.
+  // GASNET_IBV_LARGE_JOB (ours; default kDefaultLargeJob ranks, 0 never):
+  // from this many ranks in the job the large-job defaults apply, so that
+  // a rank's memory grows with the peers it talks to, not with the job:
+  // GASNET_CONNECT_STATIC defaults to no (unless GASNET_CONNECTFILE_IN is
+  // set) and GASNET_USE_SRQ's -1 to yes. Explicit settings still win.
+  uint32_t large_job_ranks = 256;
+  bool large_job = false;  // ranks >= large_job_ranks (and it is not 0)
+
   // --- Connections.
   bool connect_static = true;   // GASNET_CONNECT_STATIC
   bool connect_dynamic = true;  // GASNET_CONNECT_DYNAMIC
@@ -73,8 +82,9 @@ struct Settings {
   std::string connectfile_in;
   std::string connectfile_out;
   uint32_t connectfile_base = 36;
-  // GASNET_USE_SRQ: -1 (default) use an SRQ only where it saves buffers
-  // (GASNET_RBUF_COUNT below ReceiveBuffersNeeded); 0 never; n >= 1 the
+  // GASNET_USE_SRQ: -1 (default) use an SRQ in a large job
+  // (GASNET_IBV_LARGE_JOB) or where it saves buffers (GASNET_RBUF_COUNT
+  // below ReceiveBuffersNeeded); 0 never; n >= 1 the
   // smallest job size (ranks) from which it is used, so 1 means always.
   int64_t use_srq = -1;
   // use_srq resolved for this job: whether this rank wants an SRQ (a device

@@ -80,6 +80,7 @@ constexpr const char* kTouched[] = {
     "GASNET_THREAD_STACK_PAD",
     "GASNET_IBV_STATS",
     "GASNET_IBV_MAX_MEDIUM",
+    "GASNET_IBV_LARGE_JOB",
     "GASNET_QUIET",
     "GASNET_VERBOSEENV",
 };
@@ -132,6 +133,8 @@ TEST_F(IbvSettingsTest, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(s.num_qps, 0u);
   EXPECT_EQ(s.ports_verbose, 1u);
   EXPECT_EQ(s.pkey, 0u);
+  EXPECT_EQ(s.large_job_ranks, 256u);
+  EXPECT_FALSE(s.large_job);
   EXPECT_TRUE(s.connect_static);
   EXPECT_TRUE(s.connect_dynamic);
   EXPECT_EQ(s.connect_retrans_min_us, 1000u);
@@ -197,6 +200,8 @@ TEST_F(IbvSettingsTest, EachMalformedValueNamesItsVariable) {
       {"GASNET_IBV_PKEY", "0x10000"},
       {"GASNET_NUM_QPS", "-1"},
       {"GASNET_CONNECT_STATIC", "2x"},
+      {"GASNET_IBV_LARGE_JOB", "-1"},
+      {"GASNET_IBV_LARGE_JOB", "many"},
       {"GASNET_CONNECT_DYNAMIC", "maybe"},
       {"GASNET_CONNECT_RETRANS_MIN", "0"},
       {"GASNET_CONNECT_RETRANS_MAX", "soon"},
@@ -404,6 +409,44 @@ TEST_F(IbvSettingsTest, SrqDefaultFollowsTheBufferCount) {
   EXPECT_TRUE(Read(Job(2)).srq);
   Set("GASNET_USE_SRQ", "0");
   EXPECT_FALSE(Read(Job(100)).srq);
+}
+
+// From GASNET_IBV_LARGE_JOB ranks (256 by default) a job connects on
+// demand and shares one receive queue; what is set explicitly still wins.
+TEST_F(IbvSettingsTest, LargeJobDefaultsToDynamicConnectionsAndSrq) {
+  const Settings below = Read(Job(255));
+  EXPECT_FALSE(below.large_job);
+  EXPECT_TRUE(below.connect_static);
+  EXPECT_FALSE(below.srq);
+  const Settings at = Read(Job(256));
+  EXPECT_TRUE(at.large_job);
+  EXPECT_FALSE(at.connect_static);
+  EXPECT_TRUE(at.connect_dynamic);
+  EXPECT_TRUE(at.srq);
+  EXPECT_EQ(at.use_srq, -1);
+
+  Set("GASNET_IBV_LARGE_JOB", "4");
+  EXPECT_FALSE(Read(Job(3)).large_job);
+  EXPECT_FALSE(Read(Job(4)).connect_static);
+  EXPECT_TRUE(Read(Job(4)).srq);
+  Set("GASNET_IBV_LARGE_JOB", "0");  // never
+  EXPECT_FALSE(Read(Job(1 << 16)).large_job);
+  EXPECT_TRUE(Read(Job(1 << 16)).connect_static);
+
+  // Explicit settings win over the large-job defaults.
+  Set("GASNET_IBV_LARGE_JOB", "2");
+  Set("GASNET_CONNECT_STATIC", "1");
+  Set("GASNET_USE_SRQ", "0");
+  const Settings kept = Read(Job(8));
+  EXPECT_TRUE(kept.large_job);
+  EXPECT_TRUE(kept.connect_static);
+  EXPECT_FALSE(kept.srq);
+  unsetenv("GASNET_CONNECT_STATIC");
+  unsetenv("GASNET_USE_SRQ");
+  // A connect file asks for the pairs it names at start-up.
+  Set("GASNET_CONNECTFILE_IN", "/nonexistent/conn.%");
+  EXPECT_TRUE(Read(Job(8)).connect_static);
+  EXPECT_TRUE(Read(Job(8)).srq);
 }
 
 TEST_F(IbvSettingsTest, RbufCountBelowCreditsWithoutSrqIsAnError) {

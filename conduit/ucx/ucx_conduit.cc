@@ -465,7 +465,7 @@ UcxStats UcxConduit::stats() const {
                    packed_keys_.capacity() +
                    atomic_eps_.capacity() * sizeof(ucp_ep_h) +
                    atomic_rkeys_.capacity() * sizeof(ucp_rkey_h);
-  if (credits_ != nullptr) bytes += credits_->StateBytes();
+  if (credits_ != nullptr) bytes += credits_->MemoryBytes();
   for (const BufferPool* pool : {rx_pool_.get(), request_pool_.get(),
                                  reply_pool_.get(), atomic_pool_.get()}) {
     if (pool != nullptr) bytes += pool->allocated() * pool->buffer_size();

@@ -38,6 +38,14 @@
  *                barriers' dissemination pairs ranks 1, 2 and 4 apart), one
  *                Short Request with GEX_FLAG_IMMEDIATE, retried while it
  *                returns nonzero: "rank R: immediate ok would_block=W".
+ *   scale        one 8-byte Medium and one 8-byte Put to every other rank
+ *                (checked by the handler and in the segment): "rank R:
+ *                scale ok peak_kb=K anon_kb=A shmem_kb=S pss_kb=P":
+ *                this process's VmHWM, RssAnon, RssShmem (which counts
+ *                every page of a peer's software-device arena this process
+ *                has mapped) and Pss (shared pages divided among their
+ *                mappers).
+ *   ring         the same to the next rank only: "rank R: ring ok ...".
  *   exit N       rank 1 calls gasnet_exit(N) alone after a barrier while
  *                the others wait in the next barrier: the job exits N.
  * Every mode ends in a barrier. A failed check prints "rank R: CHECK
@@ -75,7 +83,8 @@ enum {
   MEDIUM_HANDLER,
   THREAD_HANDLER,
   ACK_HANDLER,
-  FAR_HANDLER
+  FAR_HANDLER,
+  ALL_HANDLER
 };
 enum { kFloodPayload = 8, kBigBytes = 8 << 20, kSmallPuts = 64 };
 enum { kSmallBytes = 16 << 10, kRmaBytes = (1 << 20) + 123 };
@@ -138,6 +147,39 @@ static void FarHandler(gex_Token_t token, gex_AM_Arg_t unused) {
     atomic_store(&g_bad, 1);
   }
   atomic_fetch_add(&g_count, 1);
+}
+
+static void AllHandler(gex_Token_t token, void *buf, size_t nbytes,
+                       gex_AM_Arg_t unused) {
+  /* "scale" and "ring": a word from any rank, naming it. */
+  uint64_t v;
+  (void)unused;
+  if (nbytes != kFloodPayload) {
+    atomic_store(&g_bad, 1);
+    return;
+  }
+  memcpy(&v, buf, sizeof v);
+  if (v != FloodWord(SourceOf(token))) atomic_store(&g_bad, 1);
+  atomic_fetch_add(&g_count, 1);
+}
+
+/* A "Name:" line of /proc/self/<file> (status: VmHWM, RssAnon, RssShmem;
+ * smaps_rollup: Pss), in KiB; 0 if unknown. */
+static unsigned long ProcKb(const char *file, const char *name) {
+  char line[256];
+  unsigned long kb = 0;
+  const size_t len = strlen(name);
+  FILE *f;
+  snprintf(line, sizeof line, "/proc/self/%s", file);
+  f = fopen(line, "r");
+  if (f == NULL) return 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, name, len) == 0 && line[len] == ':') {
+      kb = strtoul(line + len + 1, NULL, 10);
+    }
+  }
+  fclose(f);
+  return kb;
 }
 
 static void PingHandler(gex_Token_t token, gex_AM_Arg_t round) {
@@ -232,6 +274,8 @@ int main(int argc, char **argv) {
        GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REPLY, 1, NULL, "ack"},
       {FAR_HANDLER, (gex_AM_Fn_t)FarHandler,
        GEX_FLAG_AM_SHORT | GEX_FLAG_AM_REQUEST, 1, NULL, "far"},
+      {ALL_HANDLER, (gex_AM_Fn_t)AllHandler,
+       GEX_FLAG_AM_MEDIUM | GEX_FLAG_AM_REQUEST, 1, NULL, "all"},
   };
   void *next_base = NULL;
   gex_Rank_t next;
@@ -406,6 +450,37 @@ int main(int argc, char **argv) {
     CHECK(atomic_load(&g_count) == 1);
     printf("rank %u: immediate ok would_block=%lu\n", (unsigned)g_rank,
            would_block);
+  } else if (strcmp(mode, "scale") == 0 || strcmp(mode, "ring") == 0) {
+    /* scale: one Medium and one 8-byte Put to every other rank; ring: to
+     * the next rank only. Each Put lands at 8 * (sender) in the target's
+     * segment, checked after the barrier. */
+    const int all = strcmp(mode, "scale") == 0;
+    const uint64_t word = FloodWord(g_rank);
+    const gex_Rank_t targets = all ? g_size - 1 : (g_size > 1 ? 1 : 0);
+    uint64_t *mine = NULL;
+    gex_Rank_t i;
+    gex_Event_Wait(
+        gex_EP_QueryBoundSegmentNB(tm, g_rank, (void **)&mine, NULL, NULL, 0));
+    for (i = 1; i <= targets; ++i) {
+      const gex_Rank_t to = (g_rank + i) % g_size;
+      void *base = NULL;
+      gex_AM_RequestMedium1(tm, to, ALL_HANDLER, (void *)&word, sizeof word,
+                            GEX_EVENT_NOW, 0, 0);
+      gex_Event_Wait(gex_EP_QueryBoundSegmentNB(tm, to, &base, NULL, NULL, 0));
+      CHECK(gex_RMA_PutBlocking(tm, to, (uint64_t *)base + g_rank, &word,
+                                sizeof word, 0) == 0);
+    }
+    GASNET_BLOCKUNTIL(atomic_load(&g_count) == targets);
+    Barrier(tm);
+    CHECK(!atomic_load(&g_bad));
+    for (i = 1; i <= targets; ++i) {
+      const gex_Rank_t from = (g_rank + g_size - i) % g_size;
+      CHECK(mine[from] == FloodWord(from));
+    }
+    printf("rank %u: %s ok peak_kb=%lu anon_kb=%lu shmem_kb=%lu pss_kb=%lu\n",
+           (unsigned)g_rank, mode, ProcKb("status", "VmHWM"),
+           ProcKb("status", "RssAnon"), ProcKb("status", "RssShmem"),
+           ProcKb("smaps_rollup", "Pss"));
   } else if (strcmp(mode, "exit") == 0 && n > 0) {
     if (g_rank == 1) {
       printf("rank 1: exiting with %d\n", (int)n);

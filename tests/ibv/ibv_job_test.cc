@@ -563,6 +563,93 @@ TEST(IbvPortsVerboseTest, TheProbeIsReportedOncePerHost) {
   EXPECT_THAT(r.err, Not(HasSubstr("gexsoft"))) << Describe(r);
 }
 
+// 5b. Job size: what a rank allocates per peer, from the conduit's own
+// count (GASNET_IBV_STATS' peers, connected_peers, qps, recv_buffers and
+// conduit_*bytes), under the large-job defaults (GASNET_IBV_LARGE_JOB
+// lowered to 2 so that jobs of 2 and 8 ranks get them): connections only
+// to the peers a rank talks to, one shared receive queue, and less than
+// 16 KiB per peer. An O(N) cost per peer, or buffers per connection,
+// fails here; times are not looked at.
+
+constexpr long long kMaxBytesPerPeer = 16 << 10;
+
+struct JobMemory {
+  long long peers, connected, qps, recv_buffers, total, fixed, tables,
+      connections, srq;
+};
+
+JobMemory MemoryOf(const JobResult& r, int rank) {
+  const std::string line = StatsLine(r, rank);
+  return {Stat(line, "peers"),
+          Stat(line, "connected_peers"),
+          Stat(line, "qps"),
+          Stat(line, "recv_buffers"),
+          Stat(line, "conduit_bytes"),
+          Stat(line, "conduit_fixed_bytes"),
+          Stat(line, "conduit_table_bytes"),
+          Stat(line, "conduit_connection_bytes"),
+          Stat(line, "srq")};
+}
+
+TEST(IbvJobSizeTest, LargeJobAllocatesPerPeerTalkedToUnder16K) {
+  const std::vector<std::string> large = {"GASNET_IBV_LARGE_JOB=2"};
+  // "scale": one Medium and one Put to every other rank, so every pair
+  // ends connected, on demand.
+  const JobResult two = RunIbvJob(2, {"scale"}, large);
+  ExpectOk(two, 2, "scale");
+  const JobResult eight = RunIbvJob(8, {"scale"}, large);
+  ExpectOk(eight, 8, "scale");
+  for (int rank = 0; rank < 8; ++rank) {
+    const JobMemory m = MemoryOf(eight, rank);
+    const JobMemory small = MemoryOf(two, rank % 2);
+    const std::string line = StatsLine(eight, rank);
+    EXPECT_EQ(m.srq, 1) << line;
+    EXPECT_EQ(m.peers, 7) << line;
+    EXPECT_EQ(m.connected, 7) << line;
+    EXPECT_EQ(Stat(line, "dynamic_connections"), 7) << line;
+    EXPECT_EQ(m.qps, 7 + 1) << line;  // one RC QP per peer, and the UD QP
+    // One shared pool of receive buffers, whatever the job.
+    EXPECT_EQ(m.recv_buffers, small.recv_buffers) << line;
+    ASSERT_GT(m.total, 0) << line;
+    EXPECT_EQ(m.total, m.fixed + m.tables + m.connections) << line;
+    EXPECT_LT(m.connections / m.connected, kMaxBytesPerPeer) << line;
+    EXPECT_LT(m.tables / m.peers, kMaxBytesPerPeer) << line;
+    // Six more peers cost less than 16 KiB each, all counted.
+    EXPECT_LT((m.total - small.total) / 6, kMaxBytesPerPeer)
+        << line << "\n"
+        << StatsLine(two, rank % 2);
+  }
+
+  // "ring": a Medium and a Put to the next rank only. The barriers'
+  // dissemination pairs each rank with the ranks 1, 2 and 4 away, both
+  // ways: 5 of the 7 peers, never the one 3 away.
+  const JobResult ring = RunIbvJob(8, {"ring"}, large);
+  ExpectOk(ring, 8, "ring");
+  for (int rank = 0; rank < 8; ++rank) {
+    const JobMemory m = MemoryOf(ring, rank);
+    const std::string line = StatsLine(ring, rank);
+    EXPECT_EQ(m.peers, 7) << line;
+    EXPECT_GE(m.connected, 2) << line;  // its next and its previous
+    EXPECT_LE(m.connected, 5) << line;
+    EXPECT_EQ(m.qps, m.connected + 1) << line;
+  }
+}
+
+// Below the threshold (the default, 256 ranks) nothing changes: every pair
+// is connected at start-up, each with its own receive buffers.
+TEST(IbvJobSizeTest, SmallJobKeepsStaticConnections) {
+  const JobResult r = RunIbvJob(8, {"ring"}, {});
+  ExpectOk(r, 8, "ring");
+  for (int rank = 0; rank < 8; ++rank) {
+    const JobMemory m = MemoryOf(r, rank);
+    const std::string line = StatsLine(r, rank);
+    EXPECT_EQ(m.srq, 0) << line;
+    EXPECT_EQ(m.connected, 7) << line;
+    EXPECT_EQ(m.qps, 7) << line;  // no UD QP: nothing left to connect
+    EXPECT_EQ(Stat(line, "dynamic_connections"), 0) << line;
+  }
+}
+
 // 6. Bad settings: a fatal message naming them, nonzero exit, nothing left.
 struct BadSetting {
   const char* name;

@@ -689,7 +689,14 @@ class SoftQp final : public QueuePair {
         shm_(shm),
         sig_all_(attr.sq_sig_all),
         ring_(caps.max_send_wr),
+        sges_(size_t{caps.max_send_wr} * caps.max_send_sge),
         inline_(size_t{caps.max_send_wr} * std::max(caps.max_inline_data, 1u)) {
+    // Each slot's SGEs: max_send_sge of them (PostSend refuses more), not
+    // the device's maximum, so that a QP's send ring costs what it was
+    // created for.
+    for (size_t i = 0; i < ring_.size(); ++i) {
+      ring_[i].sge = sges_.data() + i * caps.max_send_sge;
+    }
   }
   ~SoftQp() override;
 
@@ -725,7 +732,7 @@ class SoftQp final : public QueuePair {
  private:
   struct Pending {
     SendWr wr;
-    Sge sge[kMaxSge];
+    Sge* sge;         // max_send_sge entries in sges_
     uint32_t length;  // total payload bytes
     bool signaled;
   };
@@ -757,6 +764,7 @@ class SoftQp final : public QueuePair {
   uint32_t index_ = 0;
   std::mutex mu_;  // the send queue
   std::vector<Pending> ring_;
+  std::vector<Sge> sges_;  // ring_'s SGEs, max_send_sge per slot
   std::vector<uint8_t> inline_;
   uint64_t posted_ = 0;    // next sequence
   uint64_t executed_ = 0;  // sequences below this have run or flushed
