@@ -63,6 +63,10 @@ struct Settings {
   // GASNET_OFI_SET_UNIVERSE_SIZE: set FI_UNIVERSE_SIZE to the job size
   // when the user has not set it.
   bool set_universe_size = true;
+  // GASNET_OFI_SET_RXM_BUFFER_SIZE: set FI_OFI_RXM_BUFFER_SIZE to
+  // kRxmBufferSize when the user has not set it (ofi_rxm's bounce buffers,
+  // most of a tcp;ofi_rxm rank's memory at its 16 KiB default).
+  bool set_rxm_buffer_size = true;
   // GASNET_OFI_USE_CQ_DATA: the AM's source rank travels as remote CQ
   // data where the provider offers FI_REMOTE_CQ_DATA (default yes); no:
   // always in the message header.
@@ -99,6 +103,8 @@ struct Settings {
   std::optional<bool> split_endpoints;
 
   static constexpr size_t kProviderMax = ~size_t{0};
+  // What FI_OFI_RXM_BUFFER_SIZE is set to (README: "Memory").
+  static constexpr size_t kRxmBufferSize = 2048;
 };
 
 // Reads and checks every setting. A malformed or out-of-range value, or
@@ -107,7 +113,8 @@ absl::StatusOr<Settings> ReadSettings();
 
 // The libfabric variables we may set for the user before libfabric reads
 // them (never overwriting a value the user set): FI_UNIVERSE_SIZE to
-// `job_size` under set_universe_size, and FI_MR_CACHE_MAX_{SIZE,COUNT} to
+// `job_size` under set_universe_size, FI_OFI_RXM_BUFFER_SIZE to
+// kRxmBufferSize under set_rxm_buffer_size, and FI_MR_CACHE_MAX_{SIZE,COUNT} to
 // -1 for the providers known to need it (cxi, verbs; FI_PROVIDER names
 // them). A variable set to the empty string is unset (libfabric's
 // default).

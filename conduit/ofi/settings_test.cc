@@ -29,6 +29,10 @@ constexpr const char* kTouched[] = {
     "FI_MR_CACHE_MAX_COUNT",
     "FI_PROVIDER",
     "GASNET_OFI_SET_UNIVERSE_SIZE",
+    "GASNET_OFI_SET_RXM_BUFFER_SIZE",
+    "FI_OFI_RXM_BUFFER_SIZE",
+    "GASNET_OFI_MAX_REPLY_BUFFS",
+    "GASNET_OFI_NUM_INITIAL_REPLY_BUFFS",
     "GASNET_OFI_TAGGED_AM",
     "GASNET_OFI_DATA_PROGRESS",
     "GASNET_OFI_NUM_TX_CONTEXTS",
@@ -62,12 +66,43 @@ TEST_F(OfiSettingsTest, DefaultsAreTheSeeds) {
   EXPECT_EQ(s->num_receive_buffs, 8u);
   EXPECT_EQ(s->receive_buff_size, 1u << 20);
   EXPECT_EQ(s->max_request_buffs, 1024u);
-  EXPECT_EQ(s->initial_request_buffs, 256u);
+  // Not the seed's 256: pools start small and grow (README: "Memory").
+  EXPECT_EQ(s->initial_request_buffs, 32u);
+  EXPECT_EQ(s->initial_reply_buffs, 32u);
   EXPECT_EQ(s->bbuf_threshold, 4 * s->bbuf_size);
   EXPECT_EQ(s->num_bbufs, 64u);
   EXPECT_EQ(s->rma_poll_freq, 32);
   EXPECT_EQ(s->device, "");
   EXPECT_TRUE(s->set_universe_size);
+  EXPECT_TRUE(s->set_rxm_buffer_size);
+}
+
+TEST_F(OfiSettingsTest, InitialSendBuffersFollowASmallerMax) {
+  Set("GASNET_OFI_MAX_REQUEST_BUFFS", "8");
+  Set("GASNET_OFI_MAX_REPLY_BUFFS", "100");
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->initial_request_buffs, 8u);
+  EXPECT_EQ(s->initial_reply_buffs, 32u);
+}
+
+TEST_F(OfiSettingsTest, RxmBufferSizeIsSetButNeverOverwritten) {
+  Settings s;
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"),
+               std::to_string(Settings::kRxmBufferSize).c_str());
+  Set("FI_OFI_RXM_BUFFER_SIZE", "16384");  // the user's
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), "16384");
+  Set("FI_OFI_RXM_BUFFER_SIZE", "");  // libfabric's own default
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  Set("GASNET_OFI_SET_RXM_BUFFER_SIZE", "no");
+  absl::StatusOr<Settings> off = ReadSettings();
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->set_rxm_buffer_size);
+  PrepareLibfabricEnvironment(*off, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
 }
 
 TEST_F(OfiSettingsTest, MaxMediumBelow512IsRefusedNamingIt) {
