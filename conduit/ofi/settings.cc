@@ -197,15 +197,35 @@ void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size) {
   const char* provider = getenv("FI_PROVIDER");
   const std::string p = provider == nullptr ? "" : provider;
   // ofi_rxm grows each of its five buffer pools (receive, eager send, SAR,
-  // atomics, RMA) 1024 entries at a time, each entry this size (default
-  // 16 KiB): 85 MB of a tcp;ofi_rxm rank's 99 MB, touched at fi_enable and
-  // the first send. Our messages are at most GASNET_OFI_MAX_MEDIUM + 88
-  // bytes and nearly all far smaller; larger ones go by rxm's segmentation
-  // (SAR) instead of one bounce buffer. Without rxm in the job the
-  // variable is read by nobody.
-  if (s.set_rxm_buffer_size) {
-    SetUnlessUserSet("FI_OFI_RXM_BUFFER_SIZE",
-                     std::to_string(Settings::kRxmBufferSize));
+  // atomics, RMA) 1024 entries at a time, each entry
+  // FI_OFI_RXM_BUFFER_SIZE (default 16 KiB): 85 MB of a tcp;ofi_rxm rank's
+  // 99 MB, touched at fi_enable and the first send. Over tcp the eager
+  // limit may exceed the buffer size (tcp receives a larger eager message
+  // straight into the posted buffer, FI_OFI_RXM_ENABLE_DYN_RBUF), so the
+  // eager limit stays at rxm's default, 16 KiB: every message of ours
+  // still goes eager, as before, none by segmentation (SAR; with the
+  // buffer at 2 KiB and no eager setting, 2-8 KiB Mediums took 3-5x as
+  // long and a C++ API job hung). Only when FI_PROVIDER names tcp (not
+  // verbs, where the two must be equal), the user set neither and did not
+  // turn dynamic receive buffers off.
+  const bool rxm_over_tcp =
+      absl::StrContains(p, "tcp") && !absl::StrContains(p, "verbs");
+  const char* dyn_rbuf = getenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
+  bool user_set = false;
+  for (const char* name :
+       {"FI_OFI_RXM_BUFFER_SIZE", "FI_OFI_RXM_EAGER_LIMIT"}) {
+    const char* v = getenv(name);
+    if (v == nullptr) continue;
+    user_set = true;
+    // Empty asks for libfabric's default, as below.
+    if (*v == '\0') unsetenv(name);
+  }
+  if (s.set_rxm_buffer_size && rxm_over_tcp && dyn_rbuf == nullptr &&
+      !user_set) {
+    setenv("FI_OFI_RXM_BUFFER_SIZE",
+           std::to_string(Settings::kRxmBufferSize).c_str(), 1);
+    setenv("FI_OFI_RXM_EAGER_LIMIT",
+           std::to_string(Settings::kRxmEagerLimit).c_str(), 1);
   }
   if (absl::StrContains(p, "cxi") || absl::StartsWith(p, "verbs")) {
     SetUnlessUserSet("FI_MR_CACHE_MAX_SIZE", "-1");

@@ -31,6 +31,8 @@ constexpr const char* kTouched[] = {
     "GASNET_OFI_SET_UNIVERSE_SIZE",
     "GASNET_OFI_SET_RXM_BUFFER_SIZE",
     "FI_OFI_RXM_BUFFER_SIZE",
+    "FI_OFI_RXM_EAGER_LIMIT",
+    "FI_OFI_RXM_ENABLE_DYN_RBUF",
     "GASNET_OFI_MAX_REPLY_BUFFS",
     "GASNET_OFI_NUM_INITIAL_REPLY_BUFFS",
     "GASNET_OFI_TAGGED_AM",
@@ -86,17 +88,47 @@ TEST_F(OfiSettingsTest, InitialSendBuffersFollowASmallerMax) {
   EXPECT_EQ(s->initial_reply_buffs, 32u);
 }
 
-TEST_F(OfiSettingsTest, RxmBufferSizeIsSetButNeverOverwritten) {
+TEST_F(OfiSettingsTest, RxmBuffersAreSetOverTcpButNeverOverwritten) {
   Settings s;
+  Set("FI_PROVIDER", "tcp;ofi_rxm");
   PrepareLibfabricEnvironment(s, 2);
   EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"),
                std::to_string(Settings::kRxmBufferSize).c_str());
-  Set("FI_OFI_RXM_BUFFER_SIZE", "16384");  // the user's
+  EXPECT_STREQ(getenv("FI_OFI_RXM_EAGER_LIMIT"),
+               std::to_string(Settings::kRxmEagerLimit).c_str());
+  // Either set by the user: neither is touched.
+  unsetenv("FI_OFI_RXM_EAGER_LIMIT");
+  Set("FI_OFI_RXM_BUFFER_SIZE", "16384");
   PrepareLibfabricEnvironment(s, 2);
   EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), "16384");
-  Set("FI_OFI_RXM_BUFFER_SIZE", "");  // libfabric's own default
+  EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr);
+  unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+  Set("FI_OFI_RXM_EAGER_LIMIT", "4096");
   PrepareLibfabricEnvironment(s, 2);
   EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  EXPECT_STREQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), "4096");
+  Set("FI_OFI_RXM_EAGER_LIMIT", "");  // libfabric's own default
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr);
+  // Dynamic receive buffers off: an eager message could not exceed the
+  // buffer, so nothing is set.
+  Set("FI_OFI_RXM_ENABLE_DYN_RBUF", "0");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  unsetenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
+  // Not over verbs, nor with no provider named, nor when told not to.
+  for (const char* provider : {"verbs;ofi_rxm", "tcp,verbs;ofi_rxm", ""}) {
+    if (*provider == '\0') {
+      unsetenv("FI_PROVIDER");
+    } else {
+      Set("FI_PROVIDER", provider);
+    }
+    PrepareLibfabricEnvironment(s, 2);
+    EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr) << provider;
+    EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr) << provider;
+  }
+  Set("FI_PROVIDER", "tcp;ofi_rxm");
   Set("GASNET_OFI_SET_RXM_BUFFER_SIZE", "no");
   absl::StatusOr<Settings> off = ReadSettings();
   ASSERT_TRUE(off.ok()) << off.status();
