@@ -404,6 +404,11 @@ class OfiConduit::Pool {
     Lock lock(*this);
     free_.push_back(t);
   }
+  // Objects allocated so far (for the stats; takes the lock).
+  size_t allocated() {
+    Lock lock(*this);
+    return all_.size();
+  }
 
  private:
   struct Lock {
@@ -668,6 +673,7 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
           absl::StrFormat("fi_av_insert of rank %u's address: %s", r,
                           n < 0 ? FiError(n) : std::string("not inserted")));
     }
+    ++av_entries_;
     return a;
   };
   addresses_.assign(2 * static_cast<size_t>(size_), FI_ADDR_NOTAVAIL);
@@ -750,6 +756,7 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
 
   const uint32_t peers =
       static_cast<uint32_t>(size_ - args.map->my_supernode_members().size());
+  peers_ = peers;
   absl::StatusOr<am::CreditConfig> credit = am::CreditConfigFromEnv(peers);
   if (!credit.ok()) return credit.status();
   if (credit->per_peer > 0xffff) {
@@ -1054,6 +1061,7 @@ absl::Status OfiConduit::Connect(const NodeMap& map) {
         peers.size(), absl::FormatDuration(kConnectFor),
         hellos_received_.load(), expected));
   }
+  connected_peers_ = static_cast<uint32_t>(peers.size());
   return absl::OkStatus();
 }
 
@@ -1196,7 +1204,9 @@ void OfiConduit::PrintStats() const {
       "ofi: rank %u: provider %s, %s, %zu transmit context(s)%s, header in "
       "the %s, source in %s, %s progress; requests=%llu replies=%llu "
       "credit_messages=%llu injected=%llu credit_waits=%llu sent_per_context="
-      "%s\n",
+      "%s peers %llu connected_peers %llu conduit_bytes %llu av_entries %llu "
+      "recv_buffers %llu send_buffers %llu bounce_buffers %llu rma_ops %llu "
+      "per_rank_bytes %llu\n",
       rank_, Describe(*info_).c_str(),
       one_ep_      ? "one receiving endpoint"
       : shared_cq_ ? "two receiving endpoints (one CQ)"
@@ -1214,7 +1224,16 @@ void OfiConduit::PrintStats() const {
       static_cast<unsigned long long>(st.replies_sent),
       static_cast<unsigned long long>(st.credit_messages_sent),
       static_cast<unsigned long long>(st.injected),
-      static_cast<unsigned long long>(st.credit_waits), per_lane.c_str());
+      static_cast<unsigned long long>(st.credit_waits), per_lane.c_str(),
+      static_cast<unsigned long long>(st.peers),
+      static_cast<unsigned long long>(st.connected_peers),
+      static_cast<unsigned long long>(st.conduit_bytes),
+      static_cast<unsigned long long>(st.av_entries),
+      static_cast<unsigned long long>(st.recv_buffers),
+      static_cast<unsigned long long>(st.send_buffers),
+      static_cast<unsigned long long>(st.bounce_buffers),
+      static_cast<unsigned long long>(st.rma_ops),
+      static_cast<unsigned long long>(st.per_rank_bytes));
   std::fflush(stdout);
 }
 
@@ -1231,6 +1250,32 @@ OfiStats OfiConduit::stats() const {
   s.nb_put_inject = get(counters_.nb_put_inject);
   s.nb_put_bounce = get(counters_.nb_put_bounce);
   s.nb_put_block = get(counters_.nb_put_block);
+
+  // The footprint, from what Init allocated and the pools hold now.
+  s.peers = peers_;
+  s.connected_peers = connected_peers_;
+  s.av_entries = av_entries_;
+  uint64_t bytes = 0;
+  for (const auto& b : rx_buffers_) bytes += sizeof(RxBuffer) + b->size;
+  s.recv_buffers = rx_buffers_.size();
+  for (const auto& pool : send_pool_) {
+    if (pool != nullptr) s.send_buffers += pool->allocated();
+  }
+  bytes += s.send_buffers * (sizeof(SendBuffer) + max_message_);
+  if (bbuf_pool_ != nullptr) s.bounce_buffers = bbuf_pool_->allocated();
+  bytes += s.bounce_buffers * (sizeof(SendBuffer) + settings_.bbuf_size);
+  if (rma_pool_ != nullptr) s.rma_ops = rma_pool_->allocated();
+  bytes += s.rma_ops * sizeof(RmaOp);
+  bytes += set_aside_.capacity() * sizeof(SetAsideMessage);
+  bytes += lanes_.size() * sizeof(Lane);
+  // One entry per rank: addresses (both endpoints), transmit-context
+  // counts, segments, each lane's flush marks (per endpoint), and
+  // am::Credits' state (one cache line per rank, am/credits.h).
+  const uint64_t per_rank = 2 * sizeof(fi_addr_t) + sizeof(uint32_t) +
+                            sizeof(RemoteSegment) +
+                            lanes_.size() * kEndpoints * sizeof(uint8_t) + 64;
+  s.per_rank_bytes = per_rank * size_;
+  s.conduit_bytes = bytes + s.per_rank_bytes;
   return s;
 }
 

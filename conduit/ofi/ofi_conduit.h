@@ -79,6 +79,19 @@ struct OfiStats {
   uint64_t nb_put_inject = 0;  // the non-bulk Put policy's three paths
   uint64_t nb_put_bounce = 0;
   uint64_t nb_put_block = 0;
+  // Footprint (GASNET_OFI_STATS): the ranks reached through libfabric,
+  // those connected (greeted) so far, the address-vector entries this rank
+  // inserted, and what the conduit itself allocated, in bytes and counts
+  // (libfabric's own memory is not in it).
+  uint64_t peers = 0;
+  uint64_t connected_peers = 0;
+  uint64_t av_entries = 0;
+  uint64_t recv_buffers = 0;
+  uint64_t send_buffers = 0;  // both AM pools, as grown so far
+  uint64_t bounce_buffers = 0;
+  uint64_t rma_ops = 0;
+  uint64_t per_rank_bytes = 0;  // the tables with one entry per rank
+  uint64_t conduit_bytes = 0;   // everything above, buffers included
 };
 
 class OfiConduit final : public core::Conduit {
@@ -376,6 +389,10 @@ class OfiConduit final : public core::Conduit {
   std::atomic<int> flush_pending_{0};
   std::unique_ptr<TxContext> marker_ctx_;
   std::atomic<uint64_t> hellos_received_{0};
+  // Footprint counts for OfiStats, fixed at Init.
+  uint32_t peers_ = 0;
+  uint32_t connected_peers_ = 0;
+  uint64_t av_entries_ = 0;
   // How many transmit contexts each rank has (hellos come from each).
   std::vector<uint32_t> peer_lanes_;
   // Set by Flush: a peer that has closed may refuse what is still going

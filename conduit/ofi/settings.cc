@@ -15,6 +15,7 @@ namespace gexrt::ofi {
 namespace {
 
 constexpr int64_t kMaxCount = int64_t{1} << 24;
+constexpr int64_t kInitialSendBuffs = 32;
 
 // A size setting with a floor, as a status.
 absl::StatusOr<size_t> Size(const char* name, size_t default_bytes,
@@ -95,12 +96,19 @@ absl::StatusOr<Settings> ReadSettings() {
                        Count("GASNET_OFI_MAX_REQUEST_BUFFS", 1024, 1));
   GEX_ASSIGN_OR_RETURN(s.max_reply_buffs,
                        Count("GASNET_OFI_MAX_REPLY_BUFFS", 1024, 1));
-  GEX_ASSIGN_OR_RETURN(s.initial_request_buffs,
-                       Count("GASNET_OFI_NUM_INITIAL_REQUEST_BUFFS",
-                             std::min<int64_t>(256, s.max_request_buffs), 1));
-  GEX_ASSIGN_OR_RETURN(s.initial_reply_buffs,
-                       Count("GASNET_OFI_NUM_INITIAL_REPLY_BUFFS",
-                             std::min<int64_t>(256, s.max_reply_buffs), 1));
+  // GASNet-EX starts each pool at min(256, MAX); we start at
+  // min(kInitialSendBuffs, MAX) and grow on demand as it does: a send
+  // buffer is only held from a send to its completion, and the credits
+  // bound what is in flight, so 256 of 8 KiB each were mostly never used
+  // (README: "Memory").
+  GEX_ASSIGN_OR_RETURN(
+      s.initial_request_buffs,
+      Count("GASNET_OFI_NUM_INITIAL_REQUEST_BUFFS",
+            std::min<int64_t>(kInitialSendBuffs, s.max_request_buffs), 1));
+  GEX_ASSIGN_OR_RETURN(
+      s.initial_reply_buffs,
+      Count("GASNET_OFI_NUM_INITIAL_REPLY_BUFFS",
+            std::min<int64_t>(kInitialSendBuffs, s.max_reply_buffs), 1));
   if (s.initial_request_buffs > s.max_request_buffs) {
     return absl::InvalidArgumentError(
         absl::StrFormat("GASNET_OFI_NUM_INITIAL_REQUEST_BUFFS=%u exceeds "
@@ -145,6 +153,8 @@ absl::StatusOr<Settings> ReadSettings() {
                        env::TryGetNodeList("GASNET_OFI_LIST_DEVICES_NODES"));
   GEX_ASSIGN_OR_RETURN(s.set_universe_size,
                        env::TryGetBool("GASNET_OFI_SET_UNIVERSE_SIZE", true));
+  GEX_ASSIGN_OR_RETURN(s.set_rxm_buffer_size,
+                       env::TryGetBool("GASNET_OFI_SET_RXM_BUFFER_SIZE", true));
   GEX_ASSIGN_OR_RETURN(s.use_cq_data,
                        env::TryGetBool("GASNET_OFI_USE_CQ_DATA", true));
   const std::string progress =
@@ -186,6 +196,37 @@ void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size) {
   }
   const char* provider = getenv("FI_PROVIDER");
   const std::string p = provider == nullptr ? "" : provider;
+  // ofi_rxm grows each of its five buffer pools (receive, eager send, SAR,
+  // atomics, RMA) 1024 entries at a time, each entry
+  // FI_OFI_RXM_BUFFER_SIZE (default 16 KiB): 85 MB of a tcp;ofi_rxm rank's
+  // 99 MB, touched at fi_enable and the first send. Over tcp the eager
+  // limit may exceed the buffer size (tcp receives a larger eager message
+  // straight into the posted buffer, FI_OFI_RXM_ENABLE_DYN_RBUF), so the
+  // eager limit stays at rxm's default, 16 KiB: every message of ours
+  // still goes eager, as before, none by segmentation (SAR; with the
+  // buffer at 2 KiB and no eager setting, 2-8 KiB Mediums took 3-5x as
+  // long and a C++ API job hung). Only when FI_PROVIDER names tcp (not
+  // verbs, where the two must be equal), the user set neither and did not
+  // turn dynamic receive buffers off.
+  const bool rxm_over_tcp =
+      absl::StrContains(p, "tcp") && !absl::StrContains(p, "verbs");
+  const char* dyn_rbuf = getenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
+  bool user_set = false;
+  for (const char* name :
+       {"FI_OFI_RXM_BUFFER_SIZE", "FI_OFI_RXM_EAGER_LIMIT"}) {
+    const char* v = getenv(name);
+    if (v == nullptr) continue;
+    user_set = true;
+    // Empty asks for libfabric's default, as below.
+    if (*v == '\0') unsetenv(name);
+  }
+  if (s.set_rxm_buffer_size && rxm_over_tcp && dyn_rbuf == nullptr &&
+      !user_set) {
+    setenv("FI_OFI_RXM_BUFFER_SIZE",
+           std::to_string(Settings::kRxmBufferSize).c_str(), 1);
+    setenv("FI_OFI_RXM_EAGER_LIMIT",
+           std::to_string(Settings::kRxmEagerLimit).c_str(), 1);
+  }
   if (absl::StrContains(p, "cxi") || absl::StartsWith(p, "verbs")) {
     SetUnlessUserSet("FI_MR_CACHE_MAX_SIZE", "-1");
     SetUnlessUserSet("FI_MR_CACHE_MAX_COUNT", "-1");

@@ -63,6 +63,11 @@ struct Settings {
   // GASNET_OFI_SET_UNIVERSE_SIZE: set FI_UNIVERSE_SIZE to the job size
   // when the user has not set it.
   bool set_universe_size = true;
+  // GASNET_OFI_SET_RXM_BUFFER_SIZE: when FI_PROVIDER names tcp, set
+  // FI_OFI_RXM_BUFFER_SIZE to kRxmBufferSize and FI_OFI_RXM_EAGER_LIMIT to
+  // kRxmEagerLimit unless the user set either (ofi_rxm's bounce buffers,
+  // most of a tcp;ofi_rxm rank's memory at its 16 KiB default).
+  bool set_rxm_buffer_size = true;
   // GASNET_OFI_USE_CQ_DATA: the AM's source rank travels as remote CQ
   // data where the provider offers FI_REMOTE_CQ_DATA (default yes); no:
   // always in the message header.
@@ -99,6 +104,10 @@ struct Settings {
   std::optional<bool> split_endpoints;
 
   static constexpr size_t kProviderMax = ~size_t{0};
+  // What FI_OFI_RXM_BUFFER_SIZE and _EAGER_LIMIT are set to over tcp
+  // (README: "Memory"); the eager limit is rxm's own default.
+  static constexpr size_t kRxmBufferSize = 2048;
+  static constexpr size_t kRxmEagerLimit = 16384;
 };
 
 // Reads and checks every setting. A malformed or out-of-range value, or
@@ -107,10 +116,11 @@ absl::StatusOr<Settings> ReadSettings();
 
 // The libfabric variables we may set for the user before libfabric reads
 // them (never overwriting a value the user set): FI_UNIVERSE_SIZE to
-// `job_size` under set_universe_size, and FI_MR_CACHE_MAX_{SIZE,COUNT} to
-// -1 for the providers known to need it (cxi, verbs; FI_PROVIDER names
-// them). A variable set to the empty string is unset (libfabric's
-// default).
+// `job_size` under set_universe_size, FI_OFI_RXM_BUFFER_SIZE and
+// _EAGER_LIMIT under set_rxm_buffer_size over tcp, and
+// FI_MR_CACHE_MAX_{SIZE,COUNT} to -1 for the providers known to need it (cxi,
+// verbs; FI_PROVIDER names them). A variable set to the empty string is unset
+// (libfabric's default).
 void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size);
 
 }  // namespace gexrt::ofi

@@ -29,6 +29,12 @@ constexpr const char* kTouched[] = {
     "FI_MR_CACHE_MAX_COUNT",
     "FI_PROVIDER",
     "GASNET_OFI_SET_UNIVERSE_SIZE",
+    "GASNET_OFI_SET_RXM_BUFFER_SIZE",
+    "FI_OFI_RXM_BUFFER_SIZE",
+    "FI_OFI_RXM_EAGER_LIMIT",
+    "FI_OFI_RXM_ENABLE_DYN_RBUF",
+    "GASNET_OFI_MAX_REPLY_BUFFS",
+    "GASNET_OFI_NUM_INITIAL_REPLY_BUFFS",
     "GASNET_OFI_TAGGED_AM",
     "GASNET_OFI_DATA_PROGRESS",
     "GASNET_OFI_NUM_TX_CONTEXTS",
@@ -62,12 +68,73 @@ TEST_F(OfiSettingsTest, DefaultsAreTheSeeds) {
   EXPECT_EQ(s->num_receive_buffs, 8u);
   EXPECT_EQ(s->receive_buff_size, 1u << 20);
   EXPECT_EQ(s->max_request_buffs, 1024u);
-  EXPECT_EQ(s->initial_request_buffs, 256u);
+  // Not the seed's 256: pools start small and grow (README: "Memory").
+  EXPECT_EQ(s->initial_request_buffs, 32u);
+  EXPECT_EQ(s->initial_reply_buffs, 32u);
   EXPECT_EQ(s->bbuf_threshold, 4 * s->bbuf_size);
   EXPECT_EQ(s->num_bbufs, 64u);
   EXPECT_EQ(s->rma_poll_freq, 32);
   EXPECT_EQ(s->device, "");
   EXPECT_TRUE(s->set_universe_size);
+  EXPECT_TRUE(s->set_rxm_buffer_size);
+}
+
+TEST_F(OfiSettingsTest, InitialSendBuffersFollowASmallerMax) {
+  Set("GASNET_OFI_MAX_REQUEST_BUFFS", "8");
+  Set("GASNET_OFI_MAX_REPLY_BUFFS", "100");
+  absl::StatusOr<Settings> s = ReadSettings();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->initial_request_buffs, 8u);
+  EXPECT_EQ(s->initial_reply_buffs, 32u);
+}
+
+TEST_F(OfiSettingsTest, RxmBuffersAreSetOverTcpButNeverOverwritten) {
+  Settings s;
+  Set("FI_PROVIDER", "tcp;ofi_rxm");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"),
+               std::to_string(Settings::kRxmBufferSize).c_str());
+  EXPECT_STREQ(getenv("FI_OFI_RXM_EAGER_LIMIT"),
+               std::to_string(Settings::kRxmEagerLimit).c_str());
+  // Either set by the user: neither is touched.
+  unsetenv("FI_OFI_RXM_EAGER_LIMIT");
+  Set("FI_OFI_RXM_BUFFER_SIZE", "16384");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), "16384");
+  EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr);
+  unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+  Set("FI_OFI_RXM_EAGER_LIMIT", "4096");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  EXPECT_STREQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), "4096");
+  Set("FI_OFI_RXM_EAGER_LIMIT", "");  // libfabric's own default
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr);
+  // Dynamic receive buffers off: an eager message could not exceed the
+  // buffer, so nothing is set.
+  Set("FI_OFI_RXM_ENABLE_DYN_RBUF", "0");
+  PrepareLibfabricEnvironment(s, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  unsetenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
+  // Not over verbs, nor with no provider named, nor when told not to.
+  for (const char* provider : {"verbs;ofi_rxm", "tcp,verbs;ofi_rxm", ""}) {
+    if (*provider == '\0') {
+      unsetenv("FI_PROVIDER");
+    } else {
+      Set("FI_PROVIDER", provider);
+    }
+    PrepareLibfabricEnvironment(s, 2);
+    EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr) << provider;
+    EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr) << provider;
+  }
+  Set("FI_PROVIDER", "tcp;ofi_rxm");
+  Set("GASNET_OFI_SET_RXM_BUFFER_SIZE", "no");
+  absl::StatusOr<Settings> off = ReadSettings();
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->set_rxm_buffer_size);
+  PrepareLibfabricEnvironment(*off, 2);
+  EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
 }
 
 TEST_F(OfiSettingsTest, MaxMediumBelow512IsRefusedNamingIt) {

@@ -16,6 +16,13 @@
  *                "rank R: flood ok count=C rss_growth_kb=K" (C: handled on
  *                rank 1, sent on rank 0; other ranks 0).
  *
+ *   scale [FILE] every rank sends one 8-byte Medium and Puts 8 bytes to
+ *                every other rank (the issue 37 footprint pattern, with a
+ *                4 MiB segment), waits for its own n-1 Mediums, then
+ *                prints "rank R: scale ok peers=P hwm_kb=K rss_kb=K"
+ *                (VmHWM, VmRSS). FILE: rank 0 also copies its
+ *                /proc/self/smaps there (for finding where memory goes).
+ *
  *   die K        every rank sends the next rank Medium AMs and Puts and
  *                Gets 4 KiB from it in a loop; the last rank is killed
  *                (SIGKILL, by itself) after K rounds while the others are
@@ -48,17 +55,32 @@ static uint64_t g_expect_payload = 0x0123456789abcdefULL;
     }                                                                         \
   } while (0)
 
-/* The peak resident set so far (VmHWM), in KiB. */
-static long PeakRssKb(void) {
+/* A /proc/self/status figure ("VmHWM:", "VmRSS:"), in KiB. */
+static long StatusKb(const char* key) {
   FILE* f = fopen("/proc/self/status", "r");
   char line[256];
   long kb = -1;
+  const size_t n = strlen(key);
   if (f == NULL) return -1;
   while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
+    if (strncmp(line, key, n) == 0) kb = strtol(line + n, NULL, 10);
   }
   fclose(f);
   return kb;
+}
+
+/* The peak resident set so far (VmHWM), in KiB. */
+static long PeakRssKb(void) { return StatusKb("VmHWM:"); }
+
+static void CopyFile(const char* from, const char* to) {
+  FILE* in = fopen(from, "r");
+  FILE* out = fopen(to, "w");
+  char buf[4096];
+  size_t n;
+  CHECK(in != NULL && out != NULL);
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+  fclose(in);
+  fclose(out);
 }
 
 static void CountHandler(gex_Token_t token, void* buf, size_t nbytes) {
@@ -99,7 +121,9 @@ int main(int argc, char** argv) {
   CHECK(gex_Client_Init(&client, &ep, &tm, "ofi_client", &argc, &argv, 0) ==
         GASNET_OK);
   g_rank = gex_TM_QueryRank(tm);
-  CHECK(gex_Segment_Attach(&segment, tm, 1 << 20) == GASNET_OK);
+  CHECK(gex_Segment_Attach(&segment, tm,
+                           strcmp(mode, "scale") == 0 ? 4 << 20 : 1 << 20) ==
+        GASNET_OK);
   CHECK(gex_EP_RegisterHandlers(ep, entries, 2) == GASNET_OK);
   gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
 
@@ -155,6 +179,26 @@ int main(int argc, char** argv) {
     CHECK(g_rank != 1 || g_count == n);
     printf("rank %u: flood ok count=%llu rss_growth_kb=%ld\n", (unsigned)g_rank,
            (unsigned long long)count, PeakRssKb() - before);
+  } else if (strcmp(mode, "scale") == 0) {
+    const gex_Rank_t n = gex_TM_QuerySize(tm);
+    static uint64_t word;
+    word = g_rank;
+    for (gex_Rank_t d = 1; d < n; ++d) {
+      const gex_Rank_t peer = (g_rank + d) % n;
+      void* base = NULL;
+      gex_AM_RequestMedium0(tm, peer, COUNT_HANDLER, &g_expect_payload,
+                            sizeof g_expect_payload, GEX_EVENT_NOW, 0);
+      gex_Event_Wait(
+          gex_EP_QueryBoundSegmentNB(tm, peer, &base, NULL, NULL, 0));
+      CHECK(gex_RMA_PutBlocking(tm, peer, (char*)base + 8 * g_rank, &word,
+                                sizeof word, 0) == 0);
+    }
+    GASNET_BLOCKUNTIL(g_count == n - 1);
+    gex_Event_Wait(gex_Coll_BarrierNB(tm, 0));
+    if (g_rank == 0 && argc > 2) CopyFile("/proc/self/smaps", argv[2]);
+    printf("rank %u: scale ok peers=%u hwm_kb=%ld rss_kb=%ld\n",
+           (unsigned)g_rank, (unsigned)(n - 1), PeakRssKb(),
+           StatusKb("VmRSS:"));
   } else if (strcmp(mode, "die") == 0 && argc > 2) {
     const uint64_t k = strtoull(argv[2], NULL, 10);
     const gex_Rank_t n = gex_TM_QuerySize(tm);
