@@ -43,6 +43,14 @@ absl::StatusOr<Selection> Software(const std::string& job_key,
       env::TryGetInt(kSoftwareDevicesVariable, 1, 1, kMaxSoftDevices);
   if (!count.ok()) return count.status();
   options.num_devices = static_cast<uint32_t>(*count);
+  // Every rank of a host opens the device once: a job of more ranks per
+  // host than this fails at Init with the device's "more than N
+  // processes" error. Queue memory is sparse, so a larger value costs
+  // address space, not memory.
+  absl::StatusOr<int64_t> max_procs =
+      env::TryGetInt(kSoftwareMaxProcsVariable, 64, 1, 4095);
+  if (!max_procs.ok()) return max_procs.status();
+  options.max_procs = static_cast<uint32_t>(*max_procs);
   if (absl::Status s = ReadPkeyTable(&options.pkeys); !s.ok()) return s;
   auto provider = MakeSoftProvider(options);
   if (!provider.ok()) return provider.status();

@@ -28,6 +28,8 @@ inline constexpr char kSoftwareDeviceVariable[] = "GASNET_IBV_SOFTWARE_DEVICE";
 inline constexpr char kSoftwareDevicesVariable[] =
     "GASNET_IBV_SOFTWARE_DEVICES";
 inline constexpr char kSoftwarePkeysVariable[] = "GASNET_IBV_SOFTWARE_PKEYS";
+inline constexpr char kSoftwareMaxProcsVariable[] =
+    "GASNET_IBV_SOFTWARE_MAX_PROCS";
 
 struct Selection {
   std::unique_ptr<Provider> provider;

@@ -1857,11 +1857,13 @@ absl::StatusOr<std::unique_ptr<Context>> SoftProvider::Open(
     }
   }
   uint32_t lid = h->next_lid.fetch_add(1, std::memory_order_acq_rel);
-  if (lid > h->max_procs) {
+  if (const uint32_t max_procs = h->max_procs; lid > max_procs) {
+    // `h` lies in the mapping: read what the message needs first.
     munmap(base, size);
     return absl::ResourceExhaustedError(
-        absl::StrFormat("%s: more than %u processes opened %s", name,
-                        h->max_procs, kSoftDeviceName));
+        absl::StrFormat("%s: more than %u processes opened %s (the limit is "
+                        "GASNET_IBV_SOFTWARE_MAX_PROCS for the conduit)",
+                        name, max_procs, kSoftDeviceName));
   }
   h->attached.fetch_add(1, std::memory_order_acq_rel);
   // Peers move data with process_vm_writev/readv into this process.

@@ -1296,6 +1296,29 @@ TEST_F(SoftDeviceTest, SeveralDevicesForMultiRail) {
   EXPECT_FALSE(MakeSoftProvider(bad).ok());
 }
 
+// One context past max_procs is refused with a message naming the limit
+// (it read the limit from the header after unmapping it once: a crash at
+// the 65th rank of a job).
+TEST_F(SoftDeviceTest, OneContextPastMaxProcsIsRefused) {
+  SoftDeviceOptions o = Options();
+  o.max_procs = 2;
+  o.arena_bytes = 4 << 20;
+  o.job_key = key_ + "_max";
+  auto provider = std::move(*MakeSoftProvider(o));
+  auto c1 = provider->Open("gexsoft0");
+  auto c2 = provider->Open("gexsoft0");
+  ASSERT_TRUE(c1.ok() && c2.ok());
+  auto c3 = provider->Open("gexsoft0");
+  ASSERT_FALSE(c3.ok());
+  EXPECT_EQ(c3.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(c3.status().message().find("more than 2 processes"),
+            absl::string_view::npos)
+      << c3.status();
+  c1->reset();
+  c2->reset();
+  (void)RemoveSoftDevice(o.job_key);
+}
+
 TEST_F(SoftDeviceTest, LargeTransfersAcrossSeveralSges) {
   Pair();
   constexpr size_t kBytes = size_t{4} << 20;
