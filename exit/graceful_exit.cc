@@ -149,6 +149,11 @@ int ExitBody() {
     s->env.disable_client_handlers(s->env.context);
   }
   Protocol& p = *s->env.protocol;
+  // A launcher's decision or a peer's request that waited inside the
+  // conduit (signals.h) is only recorded now: this exit takes it as a
+  // member would (it may run nested in a conduit call, whose leaving would
+  // come too late).
+  ActOnDeferredExit();
   const int own = SavedExitCode(0);
   const int64_t start = MonotonicNanos();
   const int64_t t = absl::ToInt64Nanoseconds(timeout);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "base/fatal.h"
@@ -63,15 +65,18 @@ void OnFatalSignal(int sig) {
   DieOf(sig, 128 + sig);
 }
 
-std::atomic<bool (*)()> g_defer_probe{nullptr};
+// What waits while the thread is inside the conduit (signals.h): the
+// latest end signal, a launcher's decision (its queued value, never 0), a
+// supernode peer's request in the shared cell. g_exit_deferred is set
+// after each and cleared before they are taken, so none is missed.
+std::atomic<int> g_deferred_end_signal{0};
+std::atomic<uint64_t> g_deferred_decision{0};
+std::atomic<bool> g_deferred_shared_request{false};
 
-void OnEndSignal(int sig) {
+void Defer() { internal::g_exit_deferred.store(1, std::memory_order_release); }
+
+void StartEndSignalExit(int sig) {
   if (ExitInProgress()) return;
-  if (bool (*inside)() = g_defer_probe.load(std::memory_order_relaxed);
-      inside != nullptr && inside()) {
-    internal::g_deferred_end_signal.store(sig, std::memory_order_relaxed);
-    return;
-  }
   if (sig != SIGQUIT && ClientHandlesSigquit()) {
     raise(SIGQUIT);
     return;
@@ -79,25 +84,62 @@ void OnEndSignal(int sig) {
   ExitJob(128 + sig);
 }
 
+void OnEndSignal(int sig) {
+  if (ExitInProgress()) return;
+  if (InsideConduit()) {
+    g_deferred_end_signal.store(sig, std::memory_order_relaxed);
+    Defer();
+    return;
+  }
+  StartEndSignalExit(sig);
+}
+
+// The nudge's two exits: the launcher's decision (`bits` as queued) or the
+// request waiting in this rank's shared cell.
+void TakeDecision(uint64_t bits) {
+  Protocol* p = InstalledProtocol();
+  const std::optional<ExitSignalValue> v = DecodeExitSignal(bits);
+  if (p != nullptr && v.has_value()) {
+    p->LauncherRequest(v->initiator, v->code, v->peer_lost);
+  }
+}
+
+void TakeSharedRequest() {
+  if (Protocol* p = InstalledProtocol()) p->TakeSharedRequest();
+}
+
 // kNudgeSignal is also kExitSignal: queued by a launcher, it carries the
 // job's exit decision; sent by a supernode peer (kill), the request waits
-// in this rank's shared cell.
+// in this rank's shared cell. Either may start this rank's exit, so either
+// waits while the thread is inside the conduit; the launcher's question
+// (call_query) starts nothing and is answered at once.
 void OnNudge(int, siginfo_t* info, void*) {
   Protocol* p = InstalledProtocol();
   if (p == nullptr) return;
   if (info != nullptr && info->si_code == SI_QUEUE) {
-    const std::optional<ExitSignalValue> v =
-        DecodeExitSignal(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr));
+    const auto bits = reinterpret_cast<uintptr_t>(info->si_value.sival_ptr);
+    const std::optional<ExitSignalValue> v = DecodeExitSignal(bits);
     if (v.has_value() && v->call_query) {
       if (Bootstrap* b = InstalledBootstrap()) b->ReportCurrentCall();
       return;
     }
     if (v.has_value()) {
-      p->LauncherRequest(v->initiator, v->code, v->peer_lost);
+      if (InsideConduit() && !ExitInProgress()) {
+        g_deferred_decision.store(bits, std::memory_order_relaxed);
+        Defer();
+        return;
+      }
+      TakeDecision(bits);
       return;
     }
   }
-  p->TakeSharedRequest();
+  // (Once this rank is exiting, taking a request only records it.)
+  if (InsideConduit() && !ExitInProgress()) {
+    g_deferred_shared_request.store(true, std::memory_order_relaxed);
+    Defer();
+    return;
+  }
+  TakeSharedRequest();
 }
 
 void OnAlarm(int) {
@@ -144,18 +186,26 @@ void HandleWithInfo(int sig, void (*handler)(int, siginfo_t*, void*),
 
 namespace internal {
 
-std::atomic<int> g_deferred_end_signal{0};
+std::atomic<int> g_exit_deferred{0};
 
-void RaiseDeferredEndSignalSlow() {
-  const int sig = g_deferred_end_signal.exchange(0, std::memory_order_relaxed);
-  if (sig != 0) raise(sig);
+void ActOnDeferredExitSlow() {
+  g_exit_deferred.store(0, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  // The job's decision first: it carries the code the job agreed on.
+  if (const uint64_t bits =
+          g_deferred_decision.exchange(0, std::memory_order_acquire)) {
+    TakeDecision(bits);
+  }
+  if (g_deferred_shared_request.exchange(false, std::memory_order_acquire)) {
+    TakeSharedRequest();
+  }
+  if (const int sig =
+          g_deferred_end_signal.exchange(0, std::memory_order_acquire)) {
+    StartEndSignalExit(sig);
+  }
 }
 
 }  // namespace internal
-
-void SetEndSignalDeferral(bool (*inside)()) {
-  g_defer_probe.store(inside, std::memory_order_relaxed);
-}
 
 void InstallSignalHandlers() {
   for (int sig : kFatalSignals) Handle(sig, &OnFatalSignal, true);
