@@ -149,11 +149,6 @@ int ExitBody() {
     s->env.disable_client_handlers(s->env.context);
   }
   Protocol& p = *s->env.protocol;
-  // A launcher's decision or a peer's request that waited inside the
-  // conduit (signals.h) is only recorded now: this exit takes it as a
-  // member would (it may run nested in a conduit call, whose leaving would
-  // come too late).
-  ActOnDeferredExit();
   const int own = SavedExitCode(0);
   const int64_t start = MonotonicNanos();
   const int64_t t = absl::ToInt64Nanoseconds(timeout);
@@ -226,6 +221,19 @@ void ExitJob(int code) {
 
 void OnRemoteExit(void*, Rank, int code) {
   if (!ExitHead(code)) return;
+  // Inside the conduit (an exit request's handler in a poll, the nudge on
+  // a thread in the conduit's work): the code is taken now, so the
+  // conduit's waits see the exit under way and give up rather than wait
+  // for peers that are leaving; the body runs where the conduit returns
+  // to the client, or at a wait round of its outermost call (signals.h).
+  if (InsideConduit()) {
+    internal::DeferExitBody();
+    return;
+  }
+  RunRemoteExitBody();
+}
+
+void RunRemoteExitBody() {
   // The client asked to hear of remote exits: its handler runs now, and if
   // it returns (it did not call gasnet_exit itself), the exit goes on.
   if (ClientHandlesSigquit()) raise(SIGQUIT);

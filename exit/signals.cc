@@ -66,12 +66,12 @@ void OnFatalSignal(int sig) {
 }
 
 // What waits while the thread is inside the conduit (signals.h): the
-// latest end signal, a launcher's decision (its queued value, never 0), a
-// supernode peer's request in the shared cell. g_exit_deferred is set
-// after each and cleared before they are taken, so none is missed.
+// latest end signal, and the body of an exit a remote request or the
+// launcher's decision started (OnRemoteExit: its code is taken at once).
+// g_exit_deferred is set after each and cleared before they are taken,
+// so none is missed.
 std::atomic<int> g_deferred_end_signal{0};
-std::atomic<uint64_t> g_deferred_decision{0};
-std::atomic<bool> g_deferred_shared_request{false};
+std::atomic<bool> g_deferred_exit_body{false};
 
 void Defer() { internal::g_exit_deferred.store(1, std::memory_order_release); }
 
@@ -94,52 +94,27 @@ void OnEndSignal(int sig) {
   StartEndSignalExit(sig);
 }
 
-// The nudge's two exits: the launcher's decision (`bits` as queued) or the
-// request waiting in this rank's shared cell.
-void TakeDecision(uint64_t bits) {
-  Protocol* p = InstalledProtocol();
-  const std::optional<ExitSignalValue> v = DecodeExitSignal(bits);
-  if (p != nullptr && v.has_value()) {
-    p->LauncherRequest(v->initiator, v->code, v->peer_lost);
-  }
-}
-
-void TakeSharedRequest() {
-  if (Protocol* p = InstalledProtocol()) p->TakeSharedRequest();
-}
-
 // kNudgeSignal is also kExitSignal: queued by a launcher, it carries the
 // job's exit decision; sent by a supernode peer (kill), the request waits
-// in this rank's shared cell. Either may start this rank's exit, so either
-// waits while the thread is inside the conduit; the launcher's question
-// (call_query) starts nothing and is answered at once.
+// in this rank's shared cell. Either is recorded at once (the protocol's
+// atomics); the exit it starts waits while the thread is inside the
+// conduit (OnRemoteExit).
 void OnNudge(int, siginfo_t* info, void*) {
   Protocol* p = InstalledProtocol();
   if (p == nullptr) return;
   if (info != nullptr && info->si_code == SI_QUEUE) {
-    const auto bits = reinterpret_cast<uintptr_t>(info->si_value.sival_ptr);
-    const std::optional<ExitSignalValue> v = DecodeExitSignal(bits);
+    const std::optional<ExitSignalValue> v =
+        DecodeExitSignal(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr));
     if (v.has_value() && v->call_query) {
       if (Bootstrap* b = InstalledBootstrap()) b->ReportCurrentCall();
       return;
     }
     if (v.has_value()) {
-      if (InsideConduit() && !ExitInProgress()) {
-        g_deferred_decision.store(bits, std::memory_order_relaxed);
-        Defer();
-        return;
-      }
-      TakeDecision(bits);
+      p->LauncherRequest(v->initiator, v->code, v->peer_lost);
       return;
     }
   }
-  // (Once this rank is exiting, taking a request only records it.)
-  if (InsideConduit() && !ExitInProgress()) {
-    g_deferred_shared_request.store(true, std::memory_order_relaxed);
-    Defer();
-    return;
-  }
-  TakeSharedRequest();
+  p->TakeSharedRequest();
 }
 
 void OnAlarm(int) {
@@ -191,18 +166,19 @@ std::atomic<int> g_exit_deferred{0};
 void ActOnDeferredExitSlow() {
   g_exit_deferred.store(0, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  // The job's decision first: it carries the code the job agreed on.
-  if (const uint64_t bits =
-          g_deferred_decision.exchange(0, std::memory_order_acquire)) {
-    TakeDecision(bits);
-  }
-  if (g_deferred_shared_request.exchange(false, std::memory_order_acquire)) {
-    TakeSharedRequest();
+  // An exit already begun (its code taken) first: it ends the process.
+  if (g_deferred_exit_body.exchange(false, std::memory_order_acquire)) {
+    RunRemoteExitBody();
   }
   if (const int sig =
           g_deferred_end_signal.exchange(0, std::memory_order_acquire)) {
     StartEndSignalExit(sig);
   }
+}
+
+void DeferExitBody() {
+  g_deferred_exit_body.store(true, std::memory_order_relaxed);
+  Defer();
 }
 
 }  // namespace internal

@@ -13,7 +13,8 @@
 //       under way. Deferred inside the conduit (below).
 //   kNudgeSignal (SIGURG)   the leader of a non-collective exit left a
 //       request in this rank's shared cell (exit/protocol.h), or a
-//       launcher queued the job's decision. Deferred inside the conduit.
+//       launcher queued the job's decision. The exit it starts waits
+//       while the thread is inside the conduit (below).
 //
 // While ExitBody runs, SIGALRM bounds it (ArmExitAlarm).
 #ifndef GEX_EXIT_SIGNALS_H_
@@ -49,9 +50,10 @@ void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
 
 // Deferring the start of an exit while a thread is inside the conduit.
 //
-// The exit of an end signal (SIGTERM SIGINT SIGHUP SIGQUIT) or of the
-// nudge (a launcher's decision, a supernode peer's request) runs from the
-// signal's handler, on whatever the thread was doing, and the exit sends
+// The exit of an end signal (SIGTERM SIGINT SIGHUP SIGQUIT) runs from the
+// signal's handler, on whatever the thread was doing, and so would that of
+// a remote request (the nudge: a launcher's decision, a supernode peer's
+// request; or an exit request's handler in a poll). The exit sends
 // and polls through the conduit. In the middle of the conduit's own work
 // (a message half sent or half read, a lock held, a receive guard set, a
 // network library's progress engine running) that re-entry stalls the
@@ -60,7 +62,9 @@ void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
 //  - Each entry into the conduit from above (Request, Reply, Poll, Put,
 //    Get, ...) is a ConduitCall scope, and each call into a network
 //    library a LibraryCall scope. While a thread is inside either, an end
-//    signal or a nudge that lands on it is only recorded.
+//    signal that lands on it is only recorded; a remote request's exit
+//    takes its code at once (ExitInProgress: waits give up) and its body
+//    waits.
 //  - It is acted on (the exit runs, on this thread) when the thread leaves
 //    its outermost scope, i.e. the conduit returns to the client, or
 //  - at a wait point (AtWaitPoint): a round of a wait of the outermost
@@ -79,9 +83,11 @@ void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
 namespace internal {
 inline constinit thread_local int tl_conduit_depth = 0;
 inline constinit thread_local int tl_library_depth = 0;
-// Non-zero while an exit start waits (end signal or nudge recorded).
+// Non-zero while an end signal or an exit's body waits.
 extern std::atomic<int> g_exit_deferred;
 void ActOnDeferredExitSlow();
+// OnRemoteExit inside the conduit: the body runs when acted on.
+void DeferExitBody();
 }  // namespace internal
 
 // Whether this thread is inside the conduit (a ConduitCall or a
@@ -94,9 +100,9 @@ inline bool InsideConduit() {
 // exit must then leave the conduit alone).
 inline bool InsideLibraryCall() { return internal::tl_library_depth != 0; }
 
-// Runs the exit of a recorded end signal or nudge, if any. Called by the
-// scopes below as the thread leaves the conduit; cheap when nothing waits
-// (one relaxed load).
+// Runs the exit of a recorded end signal, or a waiting exit body, if any.
+// Called by the scopes below as the thread leaves the conduit; cheap when
+// nothing waits (one relaxed load).
 inline void ActOnDeferredExit() {
   if (ABSL_PREDICT_FALSE(
           internal::g_exit_deferred.load(std::memory_order_relaxed) != 0)) {
