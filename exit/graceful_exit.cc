@@ -117,6 +117,12 @@ Bootstrap* InstalledBootstrap() {
   return s != nullptr ? s->env.bootstrap : nullptr;
 }
 
+namespace {
+constinit thread_local bool tl_runs_exit_body = false;
+}  // namespace
+
+bool ThisThreadRunsExitBody() { return tl_runs_exit_body; }
+
 bool ExitInProgress() {
   State* s = g_state.load();
   return s != nullptr && s->first_code.load() != kNoCode;
@@ -141,6 +147,8 @@ int ExitBody() {
     // Another thread is exiting the process; it ends this one too.
     for (;;) pause();
   }
+  tl_runs_exit_body = true;
+  internal::g_exit_body_running.store(true, std::memory_order_relaxed);
   // A remote request must not start a second exit from a signal.
   signal(SIGQUIT, SIG_IGN);
   const absl::Duration timeout = s->env.timeout;

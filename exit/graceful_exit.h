@@ -76,6 +76,9 @@ bool ExitHead(int code);
 int ExitBody();
 [[noreturn]] void ExitTail(int code);
 
+// Whether this thread is the one running ExitBody.
+bool ThisThreadRunsExitBody();
+
 // Whether this process has begun to exit (ExitHead was called).
 bool ExitInProgress();
 // The code ExitHead recorded, or `fallback` when none.

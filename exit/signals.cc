@@ -176,6 +176,13 @@ void ActOnDeferredExitSlow() {
   }
 }
 
+std::atomic<bool> g_exit_body_running{false};
+
+void ParkUnlessExiting() {
+  if (ThisThreadRunsExitBody()) return;
+  for (;;) pause();
+}
+
 void DeferExitBody() {
   g_deferred_exit_body.store(true, std::memory_order_relaxed);
   Defer();

@@ -88,6 +88,10 @@ extern std::atomic<int> g_exit_deferred;
 void ActOnDeferredExitSlow();
 // OnRemoteExit inside the conduit: the body runs when acted on.
 void DeferExitBody();
+// Set once a thread runs ExitBody.
+extern std::atomic<bool> g_exit_body_running;
+// Parks this thread for good unless it is the one running the exit.
+void ParkUnlessExiting();
 }  // namespace internal
 
 // Whether this thread is inside the conduit (a ConduitCall or a
@@ -112,10 +116,18 @@ inline void ActOnDeferredExit() {
 
 // One round of a wait of the conduit (see above): acts on a recorded exit
 // start when this wait belongs to the outermost conduit call and no
-// library call is under way. Conduits call it at the top of each round.
+// library call is under way. And once another thread of this process runs
+// the exit (PAR), parks this one there for good, as ExitBody parks the
+// threads that reach it: a client thread still sending would take the
+// credits and queue room the exit's own messages need, and wait for
+// peers that have left. Conduits call it at the top of each round.
 inline void AtWaitPoint() {
   if (internal::tl_conduit_depth == 1 && internal::tl_library_depth == 0) {
     ActOnDeferredExit();
+    if (ABSL_PREDICT_FALSE(
+            internal::g_exit_body_running.load(std::memory_order_relaxed))) {
+      internal::ParkUnlessExiting();
+    }
   }
 }
 
