@@ -1,6 +1,7 @@
 #include "exit/signals.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
@@ -73,7 +74,19 @@ void OnFatalSignal(int sig) {
 std::atomic<int> g_deferred_end_signal{0};
 std::atomic<bool> g_deferred_exit_body{false};
 
-void Defer() { internal::g_exit_deferred.store(1, std::memory_order_release); }
+std::atomic<pthread_t> g_client_thread{};
+std::atomic<bool> g_have_client_thread{false};
+
+void Defer() {
+  internal::g_exit_deferred.store(1, std::memory_order_release);
+  // Recorded on a thread that is not the client's (signals.h): the
+  // client's first thread acts on it in its nudge handler, or as it
+  // leaves the conduit.
+  if (!internal::tl_client_thread &&
+      g_have_client_thread.load(std::memory_order_acquire)) {
+    pthread_kill(g_client_thread.load(std::memory_order_relaxed), kNudgeSignal);
+  }
+}
 
 void StartEndSignalExit(int sig) {
   if (ExitInProgress()) return;
@@ -115,6 +128,8 @@ void OnNudge(int, siginfo_t* info, void*) {
     }
   }
   p->TakeSharedRequest();
+  // Also the poke of a library thread that recorded an exit (Defer).
+  if (!InsideConduit()) ActOnDeferredExit();
 }
 
 void OnAlarm(int) {
@@ -191,6 +206,9 @@ void DeferExitBody() {
 }  // namespace internal
 
 void InstallSignalHandlers() {
+  internal::tl_client_thread = true;
+  g_client_thread.store(pthread_self(), std::memory_order_relaxed);
+  g_have_client_thread.store(true, std::memory_order_release);
   for (int sig : kFatalSignals) Handle(sig, &OnFatalSignal, true);
   for (int sig : kEndSignals) Handle(sig, &OnEndSignal, true);
   HandleWithInfo(kNudgeSignal, &OnNudge, true);

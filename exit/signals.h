@@ -83,6 +83,14 @@ void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
 namespace internal {
 inline constinit thread_local int tl_conduit_depth = 0;
 inline constinit thread_local int tl_library_depth = 0;
+// A thread of the client's: the one that installed the handlers, and any
+// that has called into the conduit. Others are a network library's own
+// (UCX's async thread, libfabric's progress threads): the kernel may hand
+// them a process-directed signal, and an exit run there would drive the
+// network beside the client's thread (UCX then tore a tcp message in
+// two). On them an exit waits as inside the conduit, and the client's
+// first thread is poked (kNudgeSignal) to act on it.
+inline constinit thread_local bool tl_client_thread = false;
 // Non-zero while an end signal or an exit's body waits.
 extern std::atomic<int> g_exit_deferred;
 void ActOnDeferredExitSlow();
@@ -94,10 +102,12 @@ extern std::atomic<bool> g_exit_body_running;
 void ParkUnlessExiting();
 }  // namespace internal
 
-// Whether this thread is inside the conduit (a ConduitCall or a
-// LibraryCall): an exit start that lands now waits.
+// Whether an exit start that lands on this thread now must wait: the
+// thread is inside the conduit (a ConduitCall or a LibraryCall), or is not
+// a client thread (above).
 inline bool InsideConduit() {
-  return internal::tl_conduit_depth != 0 || internal::tl_library_depth != 0;
+  return internal::tl_conduit_depth != 0 || internal::tl_library_depth != 0 ||
+         !internal::tl_client_thread;
 }
 
 // Whether this thread is inside a network library call (a fatal signal's
@@ -136,6 +146,7 @@ inline void AtWaitPoint() {
 class ConduitCall {
  public:
   ConduitCall() {
+    internal::tl_client_thread = true;
     ++internal::tl_conduit_depth;
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
