@@ -81,11 +81,10 @@ inline void CheckPeerLost(Rank me) { g_peer_lost.Check("ucx", me); }
 // wait round of the outermost call (WaitRound), the one rule of
 // exit/signals.h. Run from the handler, the exit would send and poll
 // through UCX from inside ucp_worker_progress: UCX does not allow that
-// re-entry (it asserts `worker->inprogress++ == 0`), and a nested progress
-// that reads a socket the interrupted one was half way through corrupts
-// the tcp transport's receive state (seen as tcp_ep.c's
-// `ctx->offset <= ctx->length` abort when the launcher's SIGURG reached a
-// rank in full traffic).
+// re-entry (it asserts `worker->inprogress++ == 0`). (A signal delivered
+// to UCX's own async thread waits too, handed to the client's thread:
+// run there, the exit tore a tcp message the main thread was sending,
+// tcp_ep.c's `ctx->offset <= ctx->length`.)
 using InUcx = exit::LibraryCall;
 
 // ucp_worker_progress, as a call an end signal waits for.
