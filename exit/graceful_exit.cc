@@ -117,6 +117,12 @@ Bootstrap* InstalledBootstrap() {
   return s != nullptr ? s->env.bootstrap : nullptr;
 }
 
+namespace {
+constinit thread_local bool tl_runs_exit_body = false;
+}  // namespace
+
+bool ThisThreadRunsExitBody() { return tl_runs_exit_body; }
+
 bool ExitInProgress() {
   State* s = g_state.load();
   return s != nullptr && s->first_code.load() != kNoCode;
@@ -141,6 +147,8 @@ int ExitBody() {
     // Another thread is exiting the process; it ends this one too.
     for (;;) pause();
   }
+  tl_runs_exit_body = true;
+  internal::g_exit_body_running.store(true, std::memory_order_relaxed);
   // A remote request must not start a second exit from a signal.
   signal(SIGQUIT, SIG_IGN);
   const absl::Duration timeout = s->env.timeout;
@@ -221,6 +229,19 @@ void ExitJob(int code) {
 
 void OnRemoteExit(void*, Rank, int code) {
   if (!ExitHead(code)) return;
+  // Inside the conduit (an exit request's handler in a poll, the nudge on
+  // a thread in the conduit's work): the code is taken now, so the
+  // conduit's waits see the exit under way and give up rather than wait
+  // for peers that are leaving; the body runs where the conduit returns
+  // to the client, or at a wait round of its outermost call (signals.h).
+  if (InsideConduit()) {
+    internal::DeferExitBody();
+    return;
+  }
+  RunRemoteExitBody();
+}
+
+void RunRemoteExitBody() {
   // The client asked to hear of remote exits: its handler runs now, and if
   // it returns (it did not call gasnet_exit itself), the exit goes on.
   if (ClientHandlesSigquit()) raise(SIGQUIT);

@@ -65,13 +65,19 @@ void Install(const Environment& env);
 // Protocol::RemoteExitFn: the leader asked this rank to exit with `code`.
 // When this is the rank's first exit, raises SIGQUIT if the client has a
 // handler of its own for it (GASNet's promise to clients), then exits;
-// otherwise returns (the exit under way learns it is a member).
+// otherwise returns (the exit under way learns it is a member). Called
+// inside the conduit (exit/signals.h), it takes the code and returns: the
+// rest (RunRemoteExitBody) waits for the conduit to return.
 void OnRemoteExit(void* context, Rank leader, int code);
+[[noreturn]] void RunRemoteExitBody();
 
 bool ExitHead(int code);
 // After Install (every caller comes after it: ExitJob checks).
 int ExitBody();
 [[noreturn]] void ExitTail(int code);
+
+// Whether this thread is the one running ExitBody.
+bool ThisThreadRunsExitBody();
 
 // Whether this process has begun to exit (ExitHead was called).
 bool ExitInProgress();

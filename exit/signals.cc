@@ -1,12 +1,15 @@
 #include "exit/signals.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "base/fatal.h"
@@ -63,15 +66,30 @@ void OnFatalSignal(int sig) {
   DieOf(sig, 128 + sig);
 }
 
-std::atomic<bool (*)()> g_defer_probe{nullptr};
+// What waits while the thread is inside the conduit (signals.h): the
+// latest end signal, and the body of an exit a remote request or the
+// launcher's decision started (OnRemoteExit: its code is taken at once).
+// g_exit_deferred is set after each and cleared before they are taken,
+// so none is missed.
+std::atomic<int> g_deferred_end_signal{0};
+std::atomic<bool> g_deferred_exit_body{false};
 
-void OnEndSignal(int sig) {
-  if (ExitInProgress()) return;
-  if (bool (*inside)() = g_defer_probe.load(std::memory_order_relaxed);
-      inside != nullptr && inside()) {
-    internal::g_deferred_end_signal.store(sig, std::memory_order_relaxed);
-    return;
+std::atomic<pthread_t> g_client_thread{};
+std::atomic<bool> g_have_client_thread{false};
+
+void Defer() {
+  internal::g_exit_deferred.store(1, std::memory_order_release);
+  // Recorded on a thread that is not the client's (signals.h): the
+  // client's first thread acts on it in its nudge handler, or as it
+  // leaves the conduit.
+  if (!internal::tl_client_thread &&
+      g_have_client_thread.load(std::memory_order_acquire)) {
+    pthread_kill(g_client_thread.load(std::memory_order_relaxed), kNudgeSignal);
   }
+}
+
+void StartEndSignalExit(int sig) {
+  if (ExitInProgress()) return;
   if (sig != SIGQUIT && ClientHandlesSigquit()) {
     raise(SIGQUIT);
     return;
@@ -79,9 +97,21 @@ void OnEndSignal(int sig) {
   ExitJob(128 + sig);
 }
 
+void OnEndSignal(int sig) {
+  if (ExitInProgress()) return;
+  if (InsideConduit()) {
+    g_deferred_end_signal.store(sig, std::memory_order_relaxed);
+    Defer();
+    return;
+  }
+  StartEndSignalExit(sig);
+}
+
 // kNudgeSignal is also kExitSignal: queued by a launcher, it carries the
 // job's exit decision; sent by a supernode peer (kill), the request waits
-// in this rank's shared cell.
+// in this rank's shared cell. Either is recorded at once (the protocol's
+// atomics); the exit it starts waits while the thread is inside the
+// conduit (OnRemoteExit).
 void OnNudge(int, siginfo_t* info, void*) {
   Protocol* p = InstalledProtocol();
   if (p == nullptr) return;
@@ -98,6 +128,8 @@ void OnNudge(int, siginfo_t* info, void*) {
     }
   }
   p->TakeSharedRequest();
+  // Also the poke of a library thread that recorded an exit (Defer).
+  if (!InsideConduit()) ActOnDeferredExit();
 }
 
 void OnAlarm(int) {
@@ -144,20 +176,39 @@ void HandleWithInfo(int sig, void (*handler)(int, siginfo_t*, void*),
 
 namespace internal {
 
-std::atomic<int> g_deferred_end_signal{0};
+std::atomic<int> g_exit_deferred{0};
 
-void RaiseDeferredEndSignalSlow() {
-  const int sig = g_deferred_end_signal.exchange(0, std::memory_order_relaxed);
-  if (sig != 0) raise(sig);
+void ActOnDeferredExitSlow() {
+  g_exit_deferred.store(0, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  // An exit already begun (its code taken) first: it ends the process.
+  if (g_deferred_exit_body.exchange(false, std::memory_order_acquire)) {
+    RunRemoteExitBody();
+  }
+  if (const int sig =
+          g_deferred_end_signal.exchange(0, std::memory_order_acquire)) {
+    StartEndSignalExit(sig);
+  }
+}
+
+std::atomic<bool> g_exit_body_running{false};
+
+void ParkUnlessExiting() {
+  if (ThisThreadRunsExitBody()) return;
+  for (;;) pause();
+}
+
+void DeferExitBody() {
+  g_deferred_exit_body.store(true, std::memory_order_relaxed);
+  Defer();
 }
 
 }  // namespace internal
 
-void SetEndSignalDeferral(bool (*inside)()) {
-  g_defer_probe.store(inside, std::memory_order_relaxed);
-}
-
 void InstallSignalHandlers() {
+  internal::tl_client_thread = true;
+  g_client_thread.store(pthread_self(), std::memory_order_relaxed);
+  g_have_client_thread.store(true, std::memory_order_release);
   for (int sig : kFatalSignals) Handle(sig, &OnFatalSignal, true);
   for (int sig : kEndSignals) Handle(sig, &OnEndSignal, true);
   HandleWithInfo(kNudgeSignal, &OnNudge, true);

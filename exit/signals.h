@@ -8,11 +8,13 @@
 //       tells the job (exit code 128 + signal), then dies of the signal.
 //   SIGTERM SIGINT SIGHUP   a request to end the job: raised again as
 //       SIGQUIT when the client handles SIGQUIT itself, else the job exits
-//       with 128 + signal.
+//       with 128 + signal. Deferred inside the conduit (below).
 //   SIGQUIT   the job exits with 128 + SIGQUIT; ignored once an exit is
-//       under way.
+//       under way. Deferred inside the conduit (below).
 //   kNudgeSignal (SIGURG)   the leader of a non-collective exit left a
-//       request in this rank's shared cell (exit/protocol.h).
+//       request in this rank's shared cell (exit/protocol.h), or a
+//       launcher queued the job's decision. The exit it starts waits
+//       while the thread is inside the conduit (below).
 //
 // While ExitBody runs, SIGALRM bounds it (ArmExitAlarm).
 #ifndef GEX_EXIT_SIGNALS_H_
@@ -46,57 +48,130 @@ void DisarmExitAlarm();
 // anything that may have installed more.
 void DropLibrarySignalHandlers(std::initializer_list<const char*> libraries);
 
-// Deferring the end signals (SIGTERM SIGINT SIGHUP SIGQUIT) while a thread
-// is inside code the exit cannot re-enter. The exit runs from the signal's
-// handler, on whatever the thread was doing; a conduit whose device holds
-// a lock meanwhile (a software device's spin lock around a completion
-// queue) would have the exit's sends wait for it forever. Such a conduit
-// sets `inside` (true while this thread is in that code); an end signal
-// that lands then is only recorded, and the conduit calls
-// RaiseDeferredEndSignal when the thread leaves, which raises it again.
-// One probe per process; null removes it. Fatal signals are never
-// deferred (returning would fault again).
-void SetEndSignalDeferral(bool (*inside)());
-
+// Deferring the start of an exit while a thread is inside the conduit.
+//
+// The exit of an end signal (SIGTERM SIGINT SIGHUP SIGQUIT) runs from the
+// signal's handler, on whatever the thread was doing, and so would that of
+// a remote request (the nudge: a launcher's decision, a supernode peer's
+// request; or an exit request's handler in a poll). The exit sends
+// and polls through the conduit. In the middle of the conduit's own work
+// (a message half sent or half read, a lock held, a receive guard set, a
+// network library's progress engine running) that re-entry stalls the
+// exit or corrupts the network's state. So every conduit follows one rule:
+//
+//  - Each entry into the conduit from above (Request, Reply, Poll, Put,
+//    Get, ...) is a ConduitCall scope, and each call into a network
+//    library a LibraryCall scope. While a thread is inside either, an end
+//    signal that lands on it is only recorded; a remote request's exit
+//    takes its code at once (ExitInProgress: waits give up) and its body
+//    waits.
+//  - It is acted on (the exit runs, on this thread) when the thread leaves
+//    its outermost scope, i.e. the conduit returns to the client, or
+//  - at a wait point (AtWaitPoint): a round of a wait of the outermost
+//    conduit call (credit, send buffer, queue room, an RMA's completion)
+//    that holds no lock and has no message under way, where the conduit
+//    is as re-entrant as it is for the handlers its polls run. Waits of a
+//    call nested inside the conduit (a Reply from a handler) are not such
+//    points: the outer call's state is mid-way.
+//
+// In PAR mode any thread may act on what another recorded (the record is
+// per process). Fatal signals are never deferred (returning would fault
+// again); a conduit tells from InsideLibraryCall that the fatal exit
+// interrupted its library and must touch nothing. The cost per scope: a
+// thread-local increment and decrement and, on leaving the outermost, one
+// relaxed load.
 namespace internal {
-extern std::atomic<int> g_deferred_end_signal;
-void RaiseDeferredEndSignalSlow();
+inline constinit thread_local int tl_conduit_depth = 0;
+inline constinit thread_local int tl_library_depth = 0;
+// A thread of the client's: the one that installed the handlers, and any
+// that has called into the conduit. Others are a network library's own
+// (UCX's async thread, libfabric's progress threads): the kernel may hand
+// them a process-directed signal, and an exit run there would drive the
+// network beside the client's thread (UCX then tore a tcp message in
+// two). On them an exit waits as inside the conduit, and the client's
+// first thread is poked (kNudgeSignal) to act on it.
+inline constinit thread_local bool tl_client_thread = false;
+// Non-zero while an end signal or an exit's body waits.
+extern std::atomic<int> g_exit_deferred;
+void ActOnDeferredExitSlow();
+// OnRemoteExit inside the conduit: the body runs when acted on.
+void DeferExitBody();
+// Set once a thread runs ExitBody.
+extern std::atomic<bool> g_exit_body_running;
+// Parks this thread for good unless it is the one running the exit.
+void ParkUnlessExiting();
 }  // namespace internal
 
-// Cheap when nothing was deferred (one relaxed load).
-inline void RaiseDeferredEndSignal() {
-  if (ABSL_PREDICT_FALSE(internal::g_deferred_end_signal.load(
-                             std::memory_order_relaxed) != 0)) {
-    internal::RaiseDeferredEndSignalSlow();
+// Whether an exit start that lands on this thread now must wait: the
+// thread is inside the conduit (a ConduitCall or a LibraryCall), or is not
+// a client thread (above).
+inline bool InsideConduit() {
+  return internal::tl_conduit_depth != 0 || internal::tl_library_depth != 0 ||
+         !internal::tl_client_thread;
+}
+
+// Whether this thread is inside a network library call (a fatal signal's
+// exit must then leave the conduit alone).
+inline bool InsideLibraryCall() { return internal::tl_library_depth != 0; }
+
+// Runs the exit of a recorded end signal, or a waiting exit body, if any.
+// Called by the scopes below as the thread leaves the conduit; cheap when
+// nothing waits (one relaxed load).
+inline void ActOnDeferredExit() {
+  if (ABSL_PREDICT_FALSE(
+          internal::g_exit_deferred.load(std::memory_order_relaxed) != 0)) {
+    internal::ActOnDeferredExitSlow();
   }
 }
 
-// The usual probe: a per-thread depth of calls into a network library
-// (UCX, libfabric), kept by LibraryCall scopes around each call.
-// SetEndSignalDeferral(&InsideLibraryCall) defers end signals while the
-// depth is above zero. The cost per call: a thread-local increment and
-// decrement (and, with kRaiseOnLeave, one relaxed load on leaving).
-namespace internal {
-inline constinit thread_local int tl_library_call_depth = 0;
-}  // namespace internal
+// One round of a wait of the conduit (see above): acts on a recorded exit
+// start when this wait belongs to the outermost conduit call and no
+// library call is under way. And once another thread of this process runs
+// the exit (PAR), parks this one there for good, as ExitBody parks the
+// threads that reach it: a client thread still sending would take the
+// credits and queue room the exit's own messages need, and wait for
+// peers that have left. Conduits call it at the top of each round.
+inline void AtWaitPoint() {
+  if (internal::tl_conduit_depth == 1 && internal::tl_library_depth == 0) {
+    ActOnDeferredExit();
+    if (ABSL_PREDICT_FALSE(
+            internal::g_exit_body_running.load(std::memory_order_relaxed))) {
+      internal::ParkUnlessExiting();
+    }
+  }
+}
 
-inline bool InsideLibraryCall() { return internal::tl_library_call_depth != 0; }
+// An entry into the conduit from above (first statement of the call, so
+// that it outlives every lock the call takes).
+class ConduitCall {
+ public:
+  ConduitCall() {
+    internal::tl_client_thread = true;
+    ++internal::tl_conduit_depth;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~ConduitCall() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (--internal::tl_conduit_depth == 0 && internal::tl_library_depth == 0) {
+      ActOnDeferredExit();
+    }
+  }
+  ConduitCall(const ConduitCall&) = delete;
+  ConduitCall& operator=(const ConduitCall&) = delete;
+};
 
-// Marks one call into a network library. kRaiseOnLeave: leaving the
-// outermost one raises a deferred end signal (a conduit whose every
-// library call may run the exit afterwards); otherwise the conduit calls
-// RaiseDeferredEndSignal itself where no lock of its own is held.
-template <bool kRaiseOnLeave>
+// One call into a network library (UCX, libfabric, verbs), or the
+// conduit's own work a fatal signal's exit must not re-enter.
 class LibraryCall {
  public:
   LibraryCall() {
-    ++internal::tl_library_call_depth;
+    ++internal::tl_library_depth;
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   ~LibraryCall() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (--internal::tl_library_call_depth == 0 && kRaiseOnLeave) {
-      RaiseDeferredEndSignal();
+    if (--internal::tl_library_depth == 0 && internal::tl_conduit_depth == 0) {
+      ActOnDeferredExit();
     }
   }
   LibraryCall(const LibraryCall&) = delete;

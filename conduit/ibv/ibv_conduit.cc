@@ -372,10 +372,12 @@ absl::Status IbvConduit::Init(const core::InitArgs& args) {
     }
   }
   lock_.Enable(thread_safe_);
-  // The exit runs from an end signal's handler; inside the conduit's
-  // locked work it would wait on a device lock the interrupted frame
-  // holds. Such a signal waits until the frame leaves (MaybeMutex).
-  exit::SetEndSignalDeferral(&MaybeMutex::Held);
+  // An end signal or the launcher's exit decision that lands inside the
+  // conduit (each entry from above, and the progress threads' rounds, are
+  // exit::ConduitCall scopes) waits until the conduit returns to the
+  // client or a wait round of the outermost call (exit/signals.h): run
+  // from the handler, its exit would wait on a device lock the interrupted
+  // frame holds, or find a send half posted.
   // GASNET_RCV_THREAD_POLL_MODE: serialized and concurrent are the same
   // here (every poll takes the conduit's lock in PAR); exclusive leaves the
   // AM queue to the thread alone.
@@ -870,6 +872,7 @@ void IbvConduit::StartThreads() {
     threads_.push_back(std::make_unique<ProgressThread>(
         rails_[0]->recv_cq.get(), settings_.rcv_thread, settings_.thread_stack,
         settings_.thread_stack_pad, [this] {
+          const exit::ConduitCall call;
           t_receive_thread = true;
           return PollReceives(false, kPollBudget);
         }));
@@ -879,6 +882,7 @@ void IbvConduit::StartThreads() {
       threads_.push_back(std::make_unique<ProgressThread>(
           rail->send_cq.get(), settings_.snd_thread, settings_.thread_stack,
           settings_.thread_stack_pad, [this] {
+            const exit::ConduitCall call;
             t_send_thread = true;
             return PollSendCqs();
           }));
@@ -931,7 +935,6 @@ void IbvConduit::Fini() {
   }
   std::lock_guard<MaybeMutex> lock(lock_);
   closed_.store(true);
-  exit::SetEndSignalDeferral(nullptr);
   // Children before parents, as verbs requires.
   firehose_.clear();
   pinners_.clear();
@@ -1415,6 +1418,7 @@ void IbvConduit::Deliver(const unsigned char* msg, size_t len) {
 }
 
 int IbvConduit::Poll() {
+  const exit::ConduitCall call;  // exit/signals.h
   if (Interrupted()) return 0;
   StartThreadsOnce();
   peer_lost_.Check("ibv", rank_);
@@ -1440,6 +1444,7 @@ int IbvConduit::Progress(bool replies_only) {
 }
 
 void IbvConduit::ProgressSends() {
+  const exit::ConduitCall call;  // exit/signals.h
   // A bootstrap collective's wait (core calls this over and over): answer
   // connection requests. A peer may need a connection to this rank to
   // finish what it does before it joins the collective (a thread's Put,
@@ -1785,6 +1790,7 @@ namespace {}  // namespace
 
 core::SendStatus IbvConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
+  const exit::ConduitCall call;  // exit/signals.h
   if (ABSL_PREDICT_FALSE(dest >= size_)) {
     FatalErrorF("ibv conduit: rank %u is not a conduit peer of rank %u", dest,
                 rank_);
@@ -1795,6 +1801,7 @@ core::SendStatus IbvConduit::Request(Rank dest, const core::Outbound& m,
 
 core::SendStatus IbvConduit::Reply(void* reply, const core::Outbound& m,
                                    bool immediate) {
+  const exit::ConduitCall call;  // exit/signals.h
   auto* handle = static_cast<ReplyHandle*>(reply);
   return Send(handle->source, handle, m, /*credits_only=*/false, immediate);
 }
@@ -2131,6 +2138,7 @@ void IbvConduit::Rdma(Rank rank, bool write, void* local, uint64_t remote,
 
 bool IbvConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  const exit::ConduitCall call;  // exit/signals.h
   (void)immediate;
   if (closed_.load(std::memory_order_relaxed)) {
     FatalError("ibv conduit: Put after the conduit was closed");
@@ -2157,6 +2165,7 @@ bool IbvConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool IbvConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
+  const exit::ConduitCall call;  // exit/signals.h
   (void)immediate;
   if (closed_.load(std::memory_order_relaxed)) {
     FatalError("ibv conduit: Get after the conduit was closed");

@@ -171,7 +171,8 @@ class IbvConduit final : public core::Conduit {
  private:
   // A lock that is a lock only in PAR mode.
   // Also counts, per thread, how deep the thread is inside the conduit's
-  // locked work (Interrupted()).
+  // locked work: a fatal signal's exit that interrupted it touches nothing
+  // (Interrupted()). End signals wait by exit/signals.h's rule instead.
   class MaybeMutex {
    public:
     void lock() {
@@ -180,8 +181,7 @@ class IbvConduit final : public core::Conduit {
     }
     void unlock() {
       if (on_) m_.unlock();
-      // An end signal that landed inside was deferred (Init): raised now.
-      if (--depth_ == 0) exit::RaiseDeferredEndSignal();
+      --depth_;
     }
     void Enable(bool on) { on_ = on; }
     static bool Held() { return depth_ != 0; }
@@ -291,6 +291,7 @@ class IbvConduit final : public core::Conduit {
 
   template <typename PollFn>
   void WaitRound(PollFn&& poll) {
+    exit::AtWaitPoint();  // a deferred exit may start here (exit/signals.h)
     WaitPolicy::Round round(*waits_);
     round.PauseIfIdle(poll() != 0);
   }

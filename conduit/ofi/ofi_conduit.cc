@@ -248,35 +248,16 @@ unsigned char* AlignedCopy(const unsigned char* from, size_t len,
   return to;
 }
 
-// Calls into libfabric are marked (InLibfabric). A signal that ends the
-// job (SIGTERM from the launcher, SIGINT) runs the exit from its handler,
-// on whatever the thread was doing, and the exit sends and polls through
-// this conduit: from inside a libfabric call the provider may hold a lock
-// the handler's polls would wait for forever. So while the thread is
-// inside libfabric an end signal is only recorded
-// (exit::SetEndSignalDeferral, set at Init) and raised again at the next
-// point where this thread holds none of the conduit's locks and no
-// libfabric call is under way (RaiseDeferredEndSignal: each wait round,
-// and the return of Poll, Progress, ProgressSends, Request, Reply, Put,
-// Get), where the exit can use the conduit as usual (exit::LibraryCall
-// says what that costs). A fatal signal inside libfabric is not deferred:
-// its exit finds the conduit Interrupted() and touches nothing.
-using InLibfabric = exit::LibraryCall</*kRaiseOnLeave=*/false>;
-
-// An end signal deferred inside libfabric, raised now (see above).
-inline void RaiseDeferredEndSignal() {
-  if (!exit::InsideLibraryCall()) exit::RaiseDeferredEndSignal();
-}
-
-// Raises a deferred end signal as the enclosing conduit call returns,
-// after every lock it took is released (declare it first).
-class RaiseOnReturn {
- public:
-  RaiseOnReturn() = default;
-  ~RaiseOnReturn() { RaiseDeferredEndSignal(); }
-  RaiseOnReturn(const RaiseOnReturn&) = delete;
-  RaiseOnReturn& operator=(const RaiseOnReturn&) = delete;
-};
+// Calls into libfabric are marked (InLibfabric), and each entry into the
+// conduit (ConduitCall): an end signal or the launcher's exit decision that
+// lands inside either waits until the conduit returns to the client, or
+// until a wait round of the outermost call (WaitRound), the one rule of
+// exit/signals.h. Run from the handler inside libfabric, the exit's sends
+// and polls would wait for a provider lock the interrupted frame holds;
+// run from the conduit's own work, they would find its state half way. A
+// fatal signal inside libfabric is not deferred: its exit finds the
+// conduit Interrupted() and touches nothing.
+using InLibfabric = exit::LibraryCall;
 
 }  // namespace
 
@@ -494,9 +475,6 @@ absl::Status OfiConduit::Init(const core::InitArgs& args) {
   if (!settings.ok()) return settings.status();
   settings_ = *std::move(settings);
   PrepareLibfabricEnvironment(settings_, size_);
-  // From here on, an end signal that lands inside libfabric waits for the
-  // call to return (InLibfabric).
-  exit::SetEndSignalDeferral(&exit::InsideLibraryCall);
 
   Requirements req;
   req.thread_safe = thread_safe_;
@@ -1091,7 +1069,7 @@ void OfiConduit::Flush() {
 }
 
 void OfiConduit::ProgressSends() {
-  const RaiseOnReturn raise;
+  const exit::ConduitCall call;
   if (Interrupted() || abandoned_.load(std::memory_order_relaxed)) return;
   for (int e = 0; e < kEndpoints; ++e) {
     if (cq_[e] == nullptr || (e > 0 && cq_[e] == cq_[0])) continue;
@@ -1113,6 +1091,7 @@ void OfiConduit::ProgressSends() {
 }
 
 void OfiConduit::FlushSends() {
+  const exit::ConduitCall call;
   // Why: a manual-progress provider (sockets) moves a queued send only
   // inside a later libfabric call on this rank -- one ring entry per
   // progress pass, and its bytes go out through a buffer flushed by later
@@ -1290,7 +1269,7 @@ bool OfiConduit::Interrupted() {
 }
 
 int OfiConduit::Poll() {
-  const RaiseOnReturn raise;
+  const exit::ConduitCall call;
   if (Interrupted()) return 0;
   peer_lost_.Check("ofi", rank_);
   // (One queue: one read, delivering both endpoints' messages.)
@@ -1301,7 +1280,6 @@ int OfiConduit::Poll() {
 }
 
 int OfiConduit::Progress(bool replies_only) {
-  const RaiseOnReturn raise;
   if (Interrupted()) return others_.Poll(replies_only);
   peer_lost_.Check("ofi", rank_);
   // (A transmit context's own queue holds no receives: a Reply's wait may
@@ -1647,7 +1625,7 @@ void OfiConduit::Deliver(Endpoint ep, const unsigned char* msg, size_t len,
 
 core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
-  const RaiseOnReturn raise;
+  const exit::ConduitCall call;
   // From a signal handler that interrupted libfabric: the message cannot
   // go; the exit protocol falls back on its deadlines.
   if (Interrupted()) return SendStatus::kOk;
@@ -1661,7 +1639,7 @@ core::SendStatus OfiConduit::Request(Rank dest, const core::Outbound& m,
 
 core::SendStatus OfiConduit::Reply(void* reply, const core::Outbound& m,
                                    bool immediate) {
-  const RaiseOnReturn raise;
+  const exit::ConduitCall call;
   if (Interrupted()) return SendStatus::kOk;
   auto* handle = static_cast<ReplyHandle*>(reply);
   return (this->*paths_->send)(handle->source, handle, m,
@@ -1831,6 +1809,7 @@ void OfiConduit::CountSent(ReplyHandle* reply) {
 
 core::SendStatus OfiConduit::Reserve(core::Reservation& r, size_t max_payload,
                                      bool immediate) {
+  const exit::ConduitCall call;
   r.state[0] = 0;
   if (r.category != Category::kMedium || Interrupted()) {
     return Conduit::Reserve(r, max_payload, immediate);
@@ -1856,6 +1835,7 @@ core::SendStatus OfiConduit::Reserve(core::Reservation& r, size_t max_payload,
 }
 
 void OfiConduit::Commit(core::Reservation& r, const core::Outbound& m) {
+  const exit::ConduitCall call;
   if (r.state[0] == 0) {
     Conduit::Commit(r, m);
     return;
@@ -1864,6 +1844,7 @@ void OfiConduit::Commit(core::Reservation& r, const core::Outbound& m) {
 }
 
 void OfiConduit::Cancel(core::Reservation& r) {
+  const exit::ConduitCall call;
   if (r.state[0] == 0) {
     Conduit::Cancel(r);
     return;
@@ -2213,7 +2194,7 @@ bool OfiConduit::StartChunks(Lane& lane, size_t len, size_t chunk,
 
 bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
-  const RaiseOnReturn raise;
+  const exit::ConduitCall call;
   if (closed_.load(std::memory_order_relaxed)) AfterFini("Put");
   if (Interrupted()) {
     FatalError(
@@ -2282,7 +2263,7 @@ bool OfiConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool OfiConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
-  const RaiseOnReturn raise;
+  const exit::ConduitCall call;
   if (closed_.load(std::memory_order_relaxed)) AfterFini("Get");
   if (Interrupted()) {
     FatalError(

@@ -66,6 +66,7 @@
 #include "conduit/ofi/settings.h"
 #include "core/conduit.h"
 #include "core/peer_lost.h"
+#include "exit/signals.h"
 
 namespace gexrt::ofi {
 
@@ -323,6 +324,7 @@ class OfiConduit final : public core::Conduit {
   // threads fit the CPUs, yields once they do not).
   template <typename Poll>
   void WaitRound(Poll&& poll) {
+    exit::AtWaitPoint();  // a deferred exit may start here (exit/signals.h)
     WaitPolicy::Round round(*waits_);
     round.PauseIfIdle(poll() != 0);
   }

@@ -75,16 +75,17 @@ void PeerLost(const char* what, Rank peer, ucs_status_t status) {
 
 inline void CheckPeerLost(Rank me) { g_peer_lost.Check("ucx", me); }
 
-// Calls into UCX are marked (InUcx). An end signal (SIGTERM, SIGINT,
-// SIGHUP, SIGQUIT) runs the exit from its handler, on whatever the thread
-// was doing, and the exit sends and polls through UCX: from inside
-// ucp_worker_progress that re-enters the worker, which UCX does not allow
-// (it asserts `worker->inprogress++ == 0` and aborts the rank). So while
-// the thread is inside a UCX call the signal is only recorded
-// (exit::SetEndSignalDeferral, set at Init) and raised again as the thread
-// leaves the outermost call, where UCX is idle and the exit can use the
-// conduit as usual (exit::LibraryCall says what that costs).
-using InUcx = exit::LibraryCall</*kRaiseOnLeave=*/true>;
+// Calls into UCX are marked (InUcx), and each entry into the conduit
+// (ConduitCall): an end signal or the launcher's exit decision that lands
+// inside either waits until the conduit returns to the client, or until a
+// wait round of the outermost call (WaitRound), the one rule of
+// exit/signals.h. Run from the handler, the exit would send and poll
+// through UCX from inside ucp_worker_progress: UCX does not allow that
+// re-entry (it asserts `worker->inprogress++ == 0`). (A signal delivered
+// to UCX's own async thread waits too, handed to the client's thread:
+// run there, the exit tore a tcp message the main thread was sending,
+// tcp_ep.c's `ctx->offset <= ctx->length`.)
+using InUcx = exit::LibraryCall;
 
 // ucp_worker_progress, as a call an end signal waits for.
 unsigned ProgressWorker(ucp_worker_h worker) {
@@ -290,9 +291,6 @@ absl::Status UcxConduit::Init(const core::InitArgs& args) {
       std::make_unique<BufferPool>(message_size_, 64, ~size_t{0}, thread_safe_);
 
   if (absl::Status s = CreateContext(); !s.ok()) return s;
-  // From here on, an end signal that lands inside UCX waits for the
-  // outermost UCX call to return (InUcx).
-  exit::SetEndSignalDeferral(&exit::InsideLibraryCall);
   if (absl::Status s = ConnectPeers(*args.map); !s.ok()) return s;
   DropLibrarySignalHandlers();
   return absl::OkStatus();
@@ -572,6 +570,7 @@ void UcxConduit::Deliver(unsigned char* msg, size_t len) {
 }
 
 int UcxConduit::Poll() {
+  const exit::ConduitCall call;
   if (closed_.load(std::memory_order_relaxed)) return 0;
   CheckPeerLost(rank_);
   int n = static_cast<int>(ProgressWorker(worker_));
@@ -583,6 +582,7 @@ int UcxConduit::Poll() {
 }
 
 void UcxConduit::ProgressSends() {
+  const exit::ConduitCall call;
   // UCX's progress runs no handler of ours: the receive callback only
   // queues. So it is safe inside a bootstrap collective's wait, and it
   // moves both our queued sends and UCX's wire-up.
@@ -614,6 +614,7 @@ void UcxConduit::WaitCounter(const rma::Counter& c, bool replies_only) {
 
 core::SendStatus UcxConduit::Request(Rank dest, const core::Outbound& m,
                                      bool immediate) {
+  const exit::ConduitCall call;
   if (dest >= size_ || eps_[dest] == nullptr) {
     FatalErrorF("ucx conduit: rank %u is not a conduit peer of rank %u", dest,
                 rank_);
@@ -623,6 +624,7 @@ core::SendStatus UcxConduit::Request(Rank dest, const core::Outbound& m,
 
 core::SendStatus UcxConduit::Reply(void* reply, const core::Outbound& m,
                                    bool immediate) {
+  const exit::ConduitCall call;
   auto* handle = static_cast<ReplyHandle*>(reply);
   return Send(handle->source, handle, m, /*credits_only=*/false, immediate);
 }
@@ -861,6 +863,7 @@ const UcxConduit::RemoteSegment& UcxConduit::CheckInSegment(const char* call,
 
 bool UcxConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                      bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  const exit::ConduitCall call;
   (void)immediate;  // UCX queues what it cannot start: nothing refuses.
   if (closed_.load(std::memory_order_relaxed)) {
     FatalError("ucx conduit: Put after the conduit was closed");
@@ -912,6 +915,7 @@ bool UcxConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool UcxConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                      bool immediate, rma::Counter& rc) {
+  const exit::ConduitCall call;
   (void)immediate;
   if (closed_.load(std::memory_order_relaxed)) {
     FatalError("ucx conduit: Get after the conduit was closed");
@@ -1054,6 +1058,7 @@ absl::Status UcxConduit::PrepareAtomics() {
 
 bool UcxConduit::Atomic(Rank rank, void* target, const core::AtomicOp& op,
                         void* result, bool immediate, rma::Counter& c) {
+  const exit::ConduitCall call;
   if (closed_.load(std::memory_order_relaxed)) {
     FatalError("ucx conduit: a remote atomic after the conduit was closed");
   }
@@ -1146,6 +1151,7 @@ bool UcxConduit::Atomic(Rank rank, void* target, const core::AtomicOp& op,
 // keep their order; a fence makes the operations started after it wait
 // for those started before (ucp_worker_fence: ordering, not completion).
 void UcxConduit::FenceAtomics() {
+  const exit::ConduitCall call;
   ucs_status_t s;
   {
     const InUcx in;

@@ -63,6 +63,7 @@
 #include "conduit/ucx/buffer_pool.h"
 #include "conduit/ucx/settings.h"
 #include "core/conduit.h"
+#include "exit/signals.h"
 
 namespace gexrt::ucx {
 
@@ -179,6 +180,7 @@ class UcxConduit final : public core::Conduit {
 
   template <typename Poll>
   void WaitRound(Poll&& poll) {
+    exit::AtWaitPoint();  // a deferred exit may start here (exit/signals.h)
     WaitPolicy::Round round(*waits_);
     round.PauseIfIdle(poll() != 0);
   }

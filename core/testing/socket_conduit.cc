@@ -18,6 +18,7 @@
 #include "base/spin_wait.h"
 #include "base/thread_scratch.h"
 #include "exit/graceful_exit.h"
+#include "exit/signals.h"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -314,7 +315,10 @@ bool SocketConduit::Send(Rank dest, Channel to, Channel from, const Header& h,
     }
     // Wait, polling: a Request both sockets and everything else of this
     // rank, anything else (sent while a request is being handled) only
-    // replies, whose handlers never send.
+    // replies, whose handlers never send. Each round is a point where an
+    // end signal that waited may run the exit (exit/signals.h): every
+    // datagram is whole, no receive is under way in this call.
+    exit::AtWaitPoint();
     const bool replies_only = from != kRequests;
     int progress = Drain(kReplies, kDrainBudget);
     if (!replies_only) progress += Drain(kRequests, kDrainBudget);
@@ -352,11 +356,13 @@ SendStatus SocketConduit::SendAm(Rank dest, bool request, const Outbound& m,
 
 SendStatus SocketConduit::Request(Rank dest, const Outbound& m,
                                   bool immediate) {
+  const exit::ConduitCall call;  // exit/signals.h
   return SendAm(dest, /*request=*/true, m, immediate);
 }
 
 SendStatus SocketConduit::Reply(void* reply, const Outbound& m,
                                 bool immediate) {
+  const exit::ConduitCall call;  // exit/signals.h
   const Peer* peer = static_cast<const Peer*>(reply);
   if (peer < peers_.data() || peer >= peers_.data() + peers_.size()) {
     FatalErrorF("socket conduit: rank %u: %p is not a reply handle of mine",
@@ -367,6 +373,7 @@ SendStatus SocketConduit::Reply(void* reply, const Outbound& m,
 }
 
 int SocketConduit::Poll() {
+  const exit::ConduitCall call;  // exit/signals.h
   return Drain(kReplies, kDrainBudget) + Drain(kRequests, kDrainBudget);
 }
 
@@ -539,6 +546,7 @@ void SocketConduit::CheckRemote(const char* call, Rank rank,
 
 bool SocketConduit::Put(Rank rank, void* dest, const void* src, size_t len,
                         bool immediate, rma::Counter& rc, rma::Counter* lc) {
+  const exit::ConduitCall call;  // exit/signals.h
   CheckRemote("Put", rank, dest, len);
   const uint64_t chunks = (len + kMaxPayload - 1) / kMaxPayload;
   if (chunks == 0) {
@@ -576,6 +584,7 @@ bool SocketConduit::Put(Rank rank, void* dest, const void* src, size_t len,
 
 bool SocketConduit::Get(void* dest, Rank rank, const void* src, size_t len,
                         bool immediate, rma::Counter& rc) {
+  const exit::ConduitCall call;  // exit/signals.h
   CheckRemote("Get", rank, src, len);
   const uint64_t chunks = (len + kMaxPayload - 1) / kMaxPayload;
   if (chunks == 0) {

@@ -64,9 +64,13 @@
  *                    $EXIT_TEST_READY_FILE (the test then signals the
  *                    launcher) and goes on. So the end signal lands while
  *                    the ranks are inside the conduit's sends and polls
- *   traffic-rank     as traffic-launcher, but rank 0 itself sends SIGTERM
- *                    to the exiter's pid (put into rank 0's segment before
- *                    the traffic starts) once it has had 300 replies
+ *   traffic-rank     as traffic-launcher, but rank 0 itself sends signal
+ *                    <code> (SIGTERM, SIGINT, SIGHUP or SIGQUIT; any
+ *                    other: SIGTERM) to the exiter's pid (put into rank
+ *                    0's segment before the traffic starts) once it has
+ *                    had 300 replies
+ *   (In the PAR client, two more threads of every rank flood and poll
+ *   beside the main thread in both traffic modes.)
  *
  * A misuse of the client itself (bad arguments, a failed call) prints
  * "rank R: exit_client: ..." on stderr and ends the rank with _exit(1). */
@@ -289,6 +293,30 @@ static long Pongs(void) {
 #endif
 }
 
+static int TrafficSignal(void) {
+  return g_code == SIGINT || g_code == SIGHUP || g_code == SIGQUIT ? g_code
+                                                                   : SIGTERM;
+}
+
+#ifdef GASNET_PAR
+/* A flooding thread beside the main one: Requests round the job and polls,
+ * until the process ends. */
+static void *FloodThread(void *arg) {
+  static unsigned char payload[kFloodBytes];
+  gex_Rank_t peer = (g_me + 1 + (gex_Rank_t)(long)arg) % g_n;
+  for (;;) {
+    if (peer != g_me &&
+        gex_AM_RequestMedium0(g_tm, peer, kFloodIndex, payload, sizeof payload,
+                              GEX_EVENT_NOW, 0) != GASNET_OK) {
+      Die("gex_AM_RequestMedium0 failed");
+    }
+    peer = (peer + 1) % g_n;
+    gasnet_AMPoll();
+  }
+  return NULL;
+}
+#endif
+
 static void Traffic(int signal_rank) __attribute__((noreturn));
 static void Traffic(int signal_rank) {
   static unsigned char payload[kFloodBytes];
@@ -299,6 +327,17 @@ static void Traffic(int signal_rank) {
     exiter_pid = ((volatile pid_t *)gex_Segment_QueryAddr(g_seg))[0];
     if (exiter_pid <= 0) Die("the exiter's pid is not in the segment");
   }
+#ifdef GASNET_PAR
+  {
+    pthread_t t;
+    long i;
+    for (i = 1; i <= 2; ++i) {
+      if (pthread_create(&t, NULL, FloodThread, (void *)i) != 0) {
+        Die("pthread_create failed");
+      }
+    }
+  }
+#endif
   for (;;) {
     if (peer != g_me &&
         gex_AM_RequestMedium0(g_tm, peer, kFloodIndex, payload, sizeof payload,
@@ -310,7 +349,7 @@ static void Traffic(int signal_rank) {
     if (g_me == 0 && !signalled && Pongs() >= kPongsBeforeSignal) {
       signalled = 1;
       if (signal_rank) {
-        if (kill(exiter_pid, SIGTERM) != 0)
+        if (kill(exiter_pid, TrafficSignal()) != 0)
           Die("kill(%ld) failed", (long)exiter_pid);
       } else {
         CreateReadyFile();

@@ -596,18 +596,34 @@ INSTANTIATE_TEST_SUITE_P(Soon, ExitSoonTest, ::testing::ValuesIn(SoonParams()),
 // UCX aborted the rank with "Assertion `worker->inprogress++ == 0'"; ofi:
 // the conduit went dead for the exit, which waited out its deadlines,
 // 0.9 x GASNET_EXITTIMEOUT). SIGTERM or SIGINT to the launcher (which
-// forwards it to every rank), or SIGTERM from rank 0 to the last rank
-// alone, kRepeats jobs each. Every job must end by the signal's exit
-// (128 + signal), with every rank's buffered lines delivered, no rank
-// aborting, and within the start-up allowance although GASNET_EXITTIMEOUT
-// is 300 s (a bound on a wedged exit, not a timing assert).
+// forwards it to every rank), or a signal from rank 0 to the last rank
+// alone (whose exit then reaches the others as the launcher's decision),
+// TrafficCase::repeats jobs each; SIGHUP and SIGQUIT too, and PAR clients
+// whose three threads per rank are all inside the conduit. Every job must end
+// by the signal's exit (128 + signal), with every rank's buffered lines
+// delivered, no rank aborting, and within the start-up allowance although
+// GASNET_EXITTIMEOUT is 300 s (a bound on a wedged exit, not a timing assert).
 
 struct TrafficCase {
   const char* target;  // "launcher" or "rank"
   int signal;
+  bool par = false;  // the PAR client: three threads of each rank flood
+  int repeats = 5;
 };
 
-constexpr int kTrafficRepeats = 5;
+const char* EndSignalName(int sig) {
+  switch (sig) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+  }
+  return "unknown";
+}
 
 class EndSignalTrafficTest
     : public ::testing::TestWithParam<std::tuple<TrafficCase, int>> {
@@ -622,13 +638,16 @@ class EndSignalTrafficTest
 TEST_P(EndSignalTrafficTest, NoRankAbortsAndTheJobEndsByTheSignal) {
   const auto& [c, n] = GetParam();
   const bool launcher = std::string(c.target) == "launcher";
-  for (int run = 0; run < kTrafficRepeats; ++run) {
+  for (int run = 0; run < c.repeats; ++run) {
     JobOptions options;
     options.exit_timeout_s = kLongExitTimeoutS;
     options.limit = kStartupAllowance;
     options.launcher_signal = launcher ? c.signal : 0;
-    const ExitJob job = RunExitJob(
-        launcher ? "traffic-launcher" : "traffic-rank", 5, n, options);
+    options.par = c.par;
+    // (traffic-rank's <code> is the signal rank 0 sends.)
+    const ExitJob job =
+        RunExitJob(launcher ? "traffic-launcher" : "traffic-rank",
+                   launcher ? 5 : c.signal, n, options);
     Expected expected;
     expected.exit_code = 128 + c.signal;
     expected.exiter = n - 1;
@@ -638,7 +657,7 @@ TEST_P(EndSignalTrafficTest, NoRankAbortsAndTheJobEndsByTheSignal) {
          {"Assertion", "Caught a fatal signal", "SIGABRT", "FATAL ERROR"}) {
       if (job.r.err.find(text) != std::string::npos) {
         problems.Add("run %d of %d: \"%s\" on stderr (a rank aborted)", run + 1,
-                     kTrafficRepeats, text);
+                     c.repeats, text);
       }
     }
     problems.ReportFor(job);
@@ -646,17 +665,24 @@ TEST_P(EndSignalTrafficTest, NoRankAbortsAndTheJobEndsByTheSignal) {
   }
 }
 
+// SIGTERM and SIGINT five jobs each, to the launcher and to one rank;
+// SIGHUP and SIGQUIT, and the PAR client, two each.
 INSTANTIATE_TEST_SUITE_P(
     EndSignals, EndSignalTrafficTest,
-    ::testing::Combine(::testing::Values(TrafficCase{"launcher", SIGTERM},
-                                         TrafficCase{"launcher", SIGINT},
-                                         TrafficCase{"rank", SIGTERM}),
-                       ::testing::Values(2, 4)),
+    ::testing::Combine(
+        ::testing::Values(TrafficCase{"launcher", SIGTERM},
+                          TrafficCase{"launcher", SIGINT},
+                          TrafficCase{"rank", SIGTERM},
+                          TrafficCase{"launcher", SIGHUP, false, 2},
+                          TrafficCase{"rank", SIGQUIT, false, 2},
+                          TrafficCase{"launcher", SIGTERM, true, 2},
+                          TrafficCase{"rank", SIGINT, true, 2}),
+        ::testing::Values(2, 4)),
     [](const auto& info) {
       const TrafficCase& c = std::get<0>(info.param);
-      return absl::StrCat(c.target, "_",
-                          c.signal == SIGTERM ? "SIGTERM" : "SIGINT", "_",
-                          std::get<1>(info.param), "ranks");
+      return absl::StrCat(c.par ? "par_" : "", c.target, "_",
+                          EndSignalName(c.signal), "_", std::get<1>(info.param),
+                          "ranks");
     });
 
 // A bootstrap collective that times out because the ranks are in different
