@@ -196,8 +196,14 @@ def cmd_run(a):
         else:
             argv = shlex.split(a.prefix) + [launcher, "-n", str(size)]
             if a.hosts > 1:
-                # The ssh spawner forwards GASNET_* only.
-                argv += ["-N", str(a.hosts), "-E", "GEX_SCALE_T0"]
+                # The ssh spawner forwards GASNET_* only: name the rest
+                # (FI_PROVIDER, FI_TCP_IFACE, ...), or remote ranks run
+                # without the transport settings the row claims.
+                fwd = ["GEX_SCALE_T0"] + sorted(
+                    k for k in set(CONDUIT_ENV[conduit]) |
+                    {kv.partition("=")[0] for kv in a.env}
+                    if not k.startswith("GASNET_"))
+                argv += ["-N", str(a.hosts), "-E", ",".join(fwd)]
         argv += [client, "-i", str(a.iterations)] + shlex.split(
             a.client_args)
         env["GEX_SCALE_T0"] = str(time.clock_gettime_ns(time.CLOCK_REALTIME))
