@@ -1,5 +1,6 @@
 #include "conduit/ofi/settings.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -190,6 +191,20 @@ absl::StatusOr<Settings> ReadSettings() {
 
 #undef GEX_ASSIGN_OR_RETURN
 
+bool HostHasRdmaDevice(const char* sys_dir) {
+  DIR* dir = opendir(sys_dir);
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') {
+      found = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
 void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size) {
   if (s.set_universe_size) {
     SetUnlessUserSet("FI_UNIVERSE_SIZE", std::to_string(job_size));
@@ -208,8 +223,12 @@ void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size) {
   // long and a C++ API job hung). Only when FI_PROVIDER names tcp (not
   // verbs, where the two must be equal), the user set neither and did not
   // turn dynamic receive buffers off.
+  // With no provider named, libfabric takes the first that works: on a
+  // host without an RDMA device that is tcp;ofi_rxm (verbs has nothing),
+  // which is where most users start.
   const bool rxm_over_tcp =
-      absl::StrContains(p, "tcp") && !absl::StrContains(p, "verbs");
+      (absl::StrContains(p, "tcp") && !absl::StrContains(p, "verbs")) ||
+      (p.empty() && !HostHasRdmaDevice());
   const char* dyn_rbuf = getenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
   bool user_set = false;
   for (const char* name :

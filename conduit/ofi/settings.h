@@ -117,11 +117,17 @@ absl::StatusOr<Settings> ReadSettings();
 // The libfabric variables we may set for the user before libfabric reads
 // them (never overwriting a value the user set): FI_UNIVERSE_SIZE to
 // `job_size` under set_universe_size, FI_OFI_RXM_BUFFER_SIZE and
-// _EAGER_LIMIT under set_rxm_buffer_size over tcp, and
+// _EAGER_LIMIT under set_rxm_buffer_size over tcp (FI_PROVIDER names tcp,
+// or names nothing on a host without an RDMA device, where libfabric
+// picks tcp;ofi_rxm), and
 // FI_MR_CACHE_MAX_{SIZE,COUNT} to -1 for the providers known to need it (cxi,
 // verbs; FI_PROVIDER names them). A variable set to the empty string is unset
 // (libfabric's default).
 void PrepareLibfabricEnvironment(const Settings& s, uint32_t job_size);
+
+// Whether `sys_dir` (the kernel's list of RDMA devices) names a device:
+// with none, libfabric's verbs provider has nothing to offer.
+bool HostHasRdmaDevice(const char* sys_dir = "/sys/class/infiniband");
 
 }  // namespace gexrt::ofi
 

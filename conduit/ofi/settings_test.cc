@@ -1,6 +1,8 @@
 #include "conduit/ofi/settings.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -117,16 +119,24 @@ TEST_F(OfiSettingsTest, RxmBuffersAreSetOverTcpButNeverOverwritten) {
   PrepareLibfabricEnvironment(s, 2);
   EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
   unsetenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
-  // Not over verbs, nor with no provider named, nor when told not to.
-  for (const char* provider : {"verbs;ofi_rxm", "tcp,verbs;ofi_rxm", ""}) {
-    if (*provider == '\0') {
-      unsetenv("FI_PROVIDER");
-    } else {
-      Set("FI_PROVIDER", provider);
-    }
+  // Not over verbs, nor when told not to.
+  for (const char* provider : {"verbs;ofi_rxm", "tcp,verbs;ofi_rxm"}) {
+    Set("FI_PROVIDER", provider);
     PrepareLibfabricEnvironment(s, 2);
     EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr) << provider;
     EXPECT_EQ(getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr) << provider;
+  }
+  // No provider named: set where the host has no RDMA device (libfabric
+  // then picks tcp;ofi_rxm), left alone where verbs may be picked.
+  unsetenv("FI_PROVIDER");
+  PrepareLibfabricEnvironment(s, 2);
+  if (HostHasRdmaDevice()) {
+    EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+  } else {
+    EXPECT_STREQ(getenv("FI_OFI_RXM_BUFFER_SIZE"),
+                 std::to_string(Settings::kRxmBufferSize).c_str());
+    unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+    unsetenv("FI_OFI_RXM_EAGER_LIMIT");
   }
   Set("FI_PROVIDER", "tcp;ofi_rxm");
   Set("GASNET_OFI_SET_RXM_BUFFER_SIZE", "no");
@@ -135,6 +145,18 @@ TEST_F(OfiSettingsTest, RxmBuffersAreSetOverTcpButNeverOverwritten) {
   EXPECT_FALSE(off->set_rxm_buffer_size);
   PrepareLibfabricEnvironment(*off, 2);
   EXPECT_EQ(getenv("FI_OFI_RXM_BUFFER_SIZE"), nullptr);
+}
+
+TEST_F(OfiSettingsTest, RdmaDevicesAreThoseTheDirectoryNames) {
+  char dir[] = "/tmp/ofi_rdma_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  EXPECT_FALSE(HostHasRdmaDevice(dir));
+  const std::string device = std::string(dir) + "/mlx5_0";
+  ASSERT_EQ(mkdir(device.c_str(), 0700), 0);
+  EXPECT_TRUE(HostHasRdmaDevice(dir));
+  rmdir(device.c_str());
+  rmdir(dir);
+  EXPECT_FALSE(HostHasRdmaDevice("/nonexistent/infiniband"));
 }
 
 TEST_F(OfiSettingsTest, MaxMediumBelow512IsRefusedNamingIt) {
