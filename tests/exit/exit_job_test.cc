@@ -172,23 +172,6 @@ std::multimap<int, std::string> JobIdLines(const std::string& out) {
   return ids;
 }
 
-// Under AddressSanitizer (CI builds ASan and UBSan together), ASan's own
-// handlers for the fatal signals stay in place of the runtime's
-// (exit/signals.h installs its handlers only over default dispositions),
-// and the cases send those signals on purpose to see the runtime's. The
-// jobs run with ASan's signal handling off; memory errors are still
-// reported.
-std::vector<std::string> SanitizerEnv() {
-#if defined(__SANITIZE_ADDRESS__)
-  const char* own = std::getenv("ASAN_OPTIONS");
-  return {std::string("ASAN_OPTIONS=") + (own != nullptr ? own : "") +
-          ":handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0" +
-          ":handle_abort=0"};
-#else
-  return {};
-#endif
-}
-
 ExitJob RunExitJob(const std::string& mode, int code, int n,
                    const JobOptions& options = {}) {
   ExitJob job;

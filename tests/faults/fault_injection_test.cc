@@ -336,41 +336,6 @@ pid_t PidOf(const std::string& dir, int rank) {
 // Garbage connections: every TCP port in LISTEN state whose socket belongs
 // to a process below this one (the launcher and its ranks).
 
-pid_t ParentOf(pid_t pid) {
-  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(paren + 2));
-  char state;
-  pid_t ppid = 0;
-  rest >> state >> ppid;
-  return ppid;
-}
-
-std::vector<pid_t> DescendantsOfMe() {
-  std::vector<std::pair<pid_t, pid_t>> parent_of;
-  if (DIR* d = opendir("/proc")) {
-    while (dirent* e = readdir(d)) {
-      const pid_t pid = std::atoi(e->d_name);
-      if (pid > 0) parent_of.emplace_back(pid, ParentOf(pid));
-    }
-    closedir(d);
-  }
-  std::vector<pid_t> out;
-  std::vector<pid_t> frontier = {getpid()};
-  while (!frontier.empty()) {
-    const pid_t p = frontier.back();
-    frontier.pop_back();
-    for (const auto& [pid, ppid] : parent_of) {
-      if (ppid == p) {
-        out.push_back(pid);
-        frontier.push_back(pid);
-      }
-    }
-  }
-  return out;
-}
-
 std::set<uint64_t> SocketInodes(const std::vector<pid_t>& pids) {
   std::set<uint64_t> inodes;
   for (pid_t pid : pids) {
@@ -486,18 +451,6 @@ std::vector<std::string> InheritedRuntimeVariables() {
   return names;
 }
 
-// As tests/exit: ASan's own handlers would stand in for the runtime's.
-std::vector<std::string> SanitizerEnv() {
-#if defined(__SANITIZE_ADDRESS__)
-  const char* own = std::getenv("ASAN_OPTIONS");
-  return {std::string("ASAN_OPTIONS=") + (own != nullptr ? own : "") +
-          ":handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0" +
-          ":handle_abort=0"};
-#else
-  return {};
-#endif
-}
-
 // The injector: waits for the target to enter the phase, then the drawn
 // delay (the fault's moment, not a synchronisation), then strikes.
 void Inject(const Instance& in, Outcome& o, const std::atomic<bool>& done) {
@@ -524,7 +477,7 @@ void Inject(const Instance& in, Outcome& o, const std::atomic<bool>& done) {
   }
   if (t.kind == Kind::kGarbage) {
     const std::vector<Port> ports =
-        ListeningPorts(SocketInodes(DescendantsOfMe()));
+        ListeningPorts(SocketInodes(Descendants(getpid())));
     o.fault_time = absl::Now();
     o.garbage_connections = SendGarbage(ports, t.garbage_seed);
     o.injected = o.garbage_connections > 0;

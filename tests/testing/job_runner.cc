@@ -89,33 +89,6 @@ bool FileExists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// Every live process below `root` (its children, theirs, ...), parents
-// first.
-std::vector<pid_t> Descendants(pid_t root) {
-  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
-  if (DIR* d = opendir("/proc")) {
-    while (dirent* e = readdir(d)) {
-      const pid_t pid = std::atoi(e->d_name);
-      if (pid > 0) parent_of.emplace_back(pid, ParentOf(pid));
-    }
-    closedir(d);
-  }
-  std::vector<pid_t> out;
-  std::vector<pid_t> frontier = {root};
-  while (!frontier.empty()) {
-    const pid_t p = frontier.back();
-    frontier.pop_back();
-    for (const auto& [pid, ppid] : parent_of) {
-      if (ppid != p) continue;
-      const char st = ProcState(pid);
-      if (st == 0 || st == 'Z' || st == 'X') continue;
-      out.push_back(pid);
-      frontier.push_back(pid);
-    }
-  }
-  return out;
-}
-
 // The first bytes of /proc/<pid>/cmdline, arguments joined by spaces.
 std::string CommandOf(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
@@ -158,6 +131,42 @@ std::string Backtraces(pid_t launcher) {
 }
 
 }  // namespace
+
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      const pid_t pid = std::atoi(e->d_name);
+      if (pid > 0) parent_of.emplace_back(pid, ParentOf(pid));
+    }
+    closedir(d);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier = {root};
+  while (!frontier.empty()) {
+    const pid_t p = frontier.back();
+    frontier.pop_back();
+    for (const auto& [pid, ppid] : parent_of) {
+      if (ppid != p) continue;
+      const char st = ProcState(pid);
+      if (st == 0 || st == 'Z' || st == 'X') continue;
+      out.push_back(pid);
+      frontier.push_back(pid);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> SanitizerEnv() {
+#if defined(__SANITIZE_ADDRESS__)
+  const char* own = std::getenv("ASAN_OPTIONS");
+  return {std::string("ASAN_OPTIONS=") + (own != nullptr ? own : "") +
+          ":handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0" +
+          ":handle_abort=0"};
+#else
+  return {};
+#endif
+}
 
 void BecomeSubreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
 

@@ -81,6 +81,18 @@ std::vector<std::string> EntriesWithPrefix(const std::string& dir,
 // Lines of `text`.
 std::vector<std::string> Lines(const std::string& text);
 
+// Every live process below `root` (its children, theirs, ...), parents
+// first.
+std::vector<pid_t> Descendants(pid_t root);
+
+// Environment entries for a job's processes under AddressSanitizer (CI
+// builds ASan and UBSan together; none otherwise): ASan's own handlers for
+// the fatal signals would stay in place of the runtime's (exit/signals.h
+// installs its handlers only over default dispositions), and tests send
+// those signals on purpose to see the runtime's; memory errors are still
+// reported.
+std::vector<std::string> SanitizerEnv();
+
 }  // namespace gexrt::testing
 
 #endif  // GEX_TESTS_TESTING_JOB_RUNNER_H_
